@@ -1,0 +1,305 @@
+//! Everything that parameterises a simulated kernel: feature flags, sysctls, tick rate,
+//! preemption model and the version/patch switches that are not kernel feature flags.
+//!
+//! There is deliberately no `Default`: a kernel preset (`SchedConfig::v7_3`) or the user decides.
+
+use std::fmt;
+
+use crate::fair::weight::CalcDelta;
+use crate::features::FeatureSet;
+
+/// `sysctl_sched_tunable_scaling` (kernel/sched/fair.c).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TunableScaling {
+    None = 0,
+    Log = 1,
+    Linear = 2,
+}
+
+/// The scheduler sysctls and debugfs knobs, by their debugfs names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sysctls {
+    /// `normalized_sysctl_sched_base_slice`: the unscaled base slice (0.70 ms since 6.15).
+    pub normalized_base_slice_ns: u64,
+    /// An explicit `base_slice_ns` write; otherwise the slice is scaled from the CPU count.
+    pub base_slice_ns: Option<u64>,
+    pub migration_cost_ns: u64,
+    pub nr_migrate: u32,
+    pub tunable_scaling: TunableScaling,
+}
+
+impl Sysctls {
+    /// The names `--sysctl KEY=VALUE` accepts, with what each sets.
+    pub const KEYS: &'static [(&'static str, &'static str)] = &[
+        ("base_slice_ns", "sysctl_sched_base_slice (scaled value; default 0.70 ms x (1 + ilog2(min(ncpus, 8))))"),
+        ("migration_cost_ns", "sysctl_sched_migration_cost (task_hot, preempt_sync threshold)"),
+        ("nr_migrate", "sysctl_sched_nr_migrate (tasks detached per balance pass)"),
+        ("tunable_scaling", "sysctl_sched_tunable_scaling: 0 none, 1 log, 2 linear"),
+    ];
+
+    pub fn v7_3() -> Sysctls {
+        Sysctls {
+            normalized_base_slice_ns: 700_000,
+            base_slice_ns: None,
+            migration_cost_ns: 500_000,
+            nr_migrate: 32,
+            tunable_scaling: TunableScaling::Log,
+        }
+    }
+
+    /// `get_update_sysctl_factor()` (kernel/sched/fair.c v7.3.4).
+    pub fn factor(&self, ncpus: u32) -> u64 {
+        let cpus = ncpus.clamp(1, 8);
+        match self.tunable_scaling {
+            TunableScaling::None => 1,
+            TunableScaling::Linear => u64::from(cpus),
+            TunableScaling::Log => 1 + u64::from(cpus.ilog2()),
+        }
+    }
+
+    /// `sysctl_sched_base_slice` as `update_sysctl()` leaves it for `ncpus` online CPUs.
+    pub fn base_slice(&self, ncpus: u32) -> u64 {
+        self.base_slice_ns.unwrap_or(self.normalized_base_slice_ns * self.factor(ncpus))
+    }
+
+    /// Applies one `KEY=VALUE` assignment.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
+        let num = || -> Result<u64, ConfigError> {
+            value.trim().parse::<u64>().map_err(|_| ConfigError::BadValue {
+                key: key.to_string(),
+                value: value.to_string(),
+                expected: "a non-negative integer",
+            })
+        };
+        match key {
+            "base_slice_ns" => self.base_slice_ns = Some(num()?),
+            "migration_cost_ns" => self.migration_cost_ns = num()?,
+            "nr_migrate" => self.nr_migrate = u32::try_from(num()?).unwrap_or(u32::MAX),
+            "tunable_scaling" => {
+                self.tunable_scaling = match num()? {
+                    0 => TunableScaling::None,
+                    1 => TunableScaling::Log,
+                    2 => TunableScaling::Linear,
+                    _ => {
+                        return Err(ConfigError::BadValue {
+                            key: key.into(),
+                            value: value.into(),
+                            expected: "0, 1 or 2",
+                        });
+                    }
+                }
+            }
+            _ => return Err(ConfigError::UnknownSysctl(key.to_string())),
+        }
+        if key == "base_slice_ns" && !(100_000..=100_000_000).contains(&self.base_slice(1)) {
+            // debugfs accepts any value, but the kernel clamps custom slices to this range and
+            // a slice outside it only makes sense as a deliberate experiment; keep it but do
+            // not let zero through, which would make every request end at once.
+            if self.base_slice(1) == 0 {
+                return Err(ConfigError::BadValue { key: key.into(), value: value.into(), expected: "a positive slice" });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `CONFIG_PREEMPT*` / `preempt=`: where a pending reschedule is acted upon (spec §3.12.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PreemptModel {
+    None,
+    Voluntary,
+    Full,
+    Lazy,
+}
+
+impl PreemptModel {
+    pub fn parse(s: &str) -> Option<PreemptModel> {
+        match s {
+            "none" => Some(PreemptModel::None),
+            "voluntary" => Some(PreemptModel::Voluntary),
+            "full" => Some(PreemptModel::Full),
+            "lazy" => Some(PreemptModel::Lazy),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            PreemptModel::None => "none",
+            PreemptModel::Voluntary => "voluntary",
+            PreemptModel::Full => "full",
+            PreemptModel::Lazy => "lazy",
+        }
+    }
+    /// Whether a full reschedule request preempts kernel-mode code at once.
+    pub fn preempts_kernel(self) -> bool {
+        matches!(self, PreemptModel::Full | PreemptModel::Lazy)
+    }
+}
+
+/// Which form of `wakeup_preempt_fair()` runs (spec §3.13).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WakeupPreemptVariant {
+    /// v7.3 (reference, §3.13.2).
+    V7_3,
+    /// 6.19 – 7.2 (§3.13.4): unconditional need_resched return, no SHORT-eligible rule.
+    V7_2,
+    /// ≤ 6.18 (§6.1 "OFF"): the old NEXT_BUDDY, which only chose who runs next.
+    V6_18,
+}
+
+/// How slice protection is set (spec §3.6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProtectVariant {
+    /// 7.3: `ineligible_vruntime` with PREEMPT_SHORT; `update_protect_slice` credits positive lag.
+    V7_3,
+    /// 6.17 – 7.2: `vprot` bounded by the shortest queued slice.
+    V6_17,
+    /// ≤ 6.16: the vlag marker, protecting the whole current request when RUN_TO_PARITY is on.
+    V6_16,
+}
+
+/// How the lag of an entity is clamped (spec §3.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LagClamp {
+    /// 7.x: `calc_delta_fair(max_slice_on_rq + TICK_NSEC)`, delayed entities keep the max rule.
+    MaxSlicePlusTick,
+    /// 6.1x: `calc_delta_fair(max(2 * se.slice, TICK_NSEC))`.
+    TwiceSlice,
+}
+
+/// Behaviour switches that are not kernel feature flags: kernel-version differences and the
+/// five named patches of the brief (spec §6), each a precise toggle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Behavior {
+    pub wakeup_preempt: WakeupPreemptVariant,
+    pub protect: ProtectVariant,
+    pub lag_clamp: LagClamp,
+    pub calc_delta: CalcDelta,
+    /// 7.1+: avg_vruntime sums use full-resolution weights; before, `scale_load_down(w)`.
+    pub avg_full_weight: bool,
+    /// 7.3.4 lag inflation `lag + lag*w/W`; before, `lag*(W+w)/W`.
+    pub place_lag_split_div: bool,
+    /// 6.19-rc1..rc6: reschedule when the waker is no longer eligible (spec §6.2).
+    pub force_wakeup_preempt: bool,
+    /// Unmerged fix: `preempt_sync` measures the waker's runtime since it was picked (§6.3).
+    pub preempt_sync_runtime_fix: bool,
+    /// 6.16+: `wake_affine_idle` does not count delayed entities (§6.4).
+    pub wa_idle_ignore_delayed: bool,
+    /// Unmerged: keep the waker CPU for reciprocal sync wakeups on non-SMT systems (§6.5).
+    pub sync_reciprocal_waker_cpu: bool,
+    /// Kernels before ≈6.13 have no lazy preemption: every fair reschedule is a full one.
+    pub has_lazy: bool,
+}
+
+impl Behavior {
+    pub fn v7_3() -> Behavior {
+        Behavior {
+            wakeup_preempt: WakeupPreemptVariant::V7_3,
+            protect: ProtectVariant::V7_3,
+            lag_clamp: LagClamp::MaxSlicePlusTick,
+            calc_delta: CalcDelta::Div,
+            avg_full_weight: true,
+            place_lag_split_div: true,
+            force_wakeup_preempt: false,
+            preempt_sync_runtime_fix: false,
+            wa_idle_ignore_delayed: true,
+            sync_reciprocal_waker_cpu: false,
+            has_lazy: true,
+        }
+    }
+}
+
+/// The whole scheduler configuration of one simulated kernel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchedConfig {
+    /// Preset name, e.g. `v7.3`, for reports.
+    pub kernel: String,
+    pub features: FeatureSet,
+    pub sysctl: Sysctls,
+    pub behavior: Behavior,
+    pub hz: u32,
+    pub preempt: PreemptModel,
+}
+
+impl SchedConfig {
+    /// Linux v7.3.4 on x86-64 with its Kconfig defaults (HZ=250, PREEMPT_LAZY).
+    pub fn v7_3() -> SchedConfig {
+        SchedConfig {
+            kernel: "v7.3".to_string(),
+            features: FeatureSet::v7_3(),
+            sysctl: Sysctls::v7_3(),
+            behavior: Behavior::v7_3(),
+            hz: 250,
+            preempt: PreemptModel::Lazy,
+        }
+    }
+    /// `TICK_NSEC`: `(NSEC_PER_SEC + HZ/2) / HZ`.
+    pub fn tick_nsec(&self) -> u64 {
+        (1_000_000_000 + u64::from(self.hz) / 2) / u64::from(self.hz)
+    }
+}
+
+/// Bounds on one run: the main loop stops at whichever is reached first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    pub max_events: u64,
+    pub max_time_ns: u64,
+}
+
+/// A configuration value that cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConfigError {
+    UnknownSysctl(String),
+    BadValue { key: String, value: String, expected: &'static str },
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::UnknownSysctl(k) => {
+                let known: Vec<&str> = Sysctls::KEYS.iter().map(|(k, _)| *k).collect();
+                write!(f, "unknown sysctl `{k}` (known: {})", known.join(", "))
+            }
+            ConfigError::BadValue { key, value, expected } => {
+                write!(f, "sysctl `{key}`: `{value}` is not {expected}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_slice_scales_with_log_of_cpus() {
+        let s = Sysctls::v7_3();
+        assert_eq!(s.base_slice(1), 700_000);
+        assert_eq!(s.base_slice(2), 1_400_000);
+        assert_eq!(s.base_slice(3), 1_400_000);
+        assert_eq!(s.base_slice(4), 2_100_000);
+        assert_eq!(s.base_slice(8), 2_800_000);
+        assert_eq!(s.base_slice(192), 2_800_000);
+    }
+
+    #[test]
+    fn sysctl_assignments() {
+        let mut s = Sysctls::v7_3();
+        s.set("base_slice_ns", "3000000").unwrap();
+        assert_eq!(s.base_slice(64), 3_000_000);
+        s.set("migration_cost_ns", "0").unwrap();
+        assert_eq!(s.migration_cost_ns, 0);
+        assert!(matches!(s.set("sched_latency_ns", "1"), Err(ConfigError::UnknownSysctl(_))));
+        assert!(matches!(s.set("migration_cost_ns", "-1"), Err(ConfigError::BadValue { .. })));
+    }
+
+    #[test]
+    fn tick_nsec_rounds_like_the_kernel() {
+        let mut c = SchedConfig::v7_3();
+        assert_eq!(c.tick_nsec(), 4_000_000);
+        c.hz = 300;
+        assert_eq!(c.tick_nsec(), 3_333_333);
+    }
+}

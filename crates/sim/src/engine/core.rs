@@ -1,0 +1,275 @@
+//! `__schedule()` and the reschedule machinery of kernel/sched/core.c (v7.3.4): where a
+//! reschedule request is acted upon under each preemption model (spec §3.11, §3.12).
+
+use super::{Cause, Ev, Sim};
+use crate::fair::{Resched, deq};
+use crate::task::{Step, TaskId, TaskState};
+use crate::time::Nanos;
+
+/// Where a reschedule request comes from; it decides how soon the target CPU notices it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Origin {
+    /// From the task running on the target CPU, in kernel mode (a syscall): acted upon at
+    /// `preempt_enable()` in preemptible kernels, else when the syscall returns.
+    LocalTask,
+    /// From an interrupt handler on the target CPU: acted upon at the interrupt's return.
+    Irq,
+    /// From another CPU: a full request sends an IPI; a lazy one waits for the next tick.
+    Remote,
+}
+
+/// How a task leaves the CPU in `schedule()`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Switch {
+    /// Preemption or yield: the task stays runnable.
+    Preempt,
+    /// The task sleeps (`DEQUEUE_SLEEP`, may be delayed).
+    Block,
+    /// The task exits (`TASK_DEAD`: a special state, never delayed).
+    Exit,
+}
+
+impl Sim {
+    /// Whether the running task of `cpu` is executing kernel code.
+    fn in_kernel(&self, cpu: u32) -> bool {
+        let rq = &self.rqs[cpu as usize];
+        match rq.curr {
+            None => true,
+            Some(t) => rq.in_prologue || matches!(self.tasks[t.idx()].step, Step::Kernel { .. } | Step::Next),
+        }
+    }
+
+    /// `resched_curr()` / `resched_curr_lazy()` (core.c v7.3.4) as seen by the target CPU.
+    pub(super) fn resched_request(&mut self, cpu: u32, req: Resched, origin: Origin, cause: Cause) {
+        if req == Resched::None {
+            return;
+        }
+        let rq = &mut self.rqs[cpu as usize];
+        if rq.curr.is_none() {
+            // The idle task always gets a full request; the idle loop polls it.
+            self.kick_idle(cpu);
+            return;
+        }
+        if req <= rq.need_resched {
+            return;
+        }
+        if rq.need_resched == Resched::None {
+            rq.resched_cause = cause;
+        }
+        rq.need_resched = req;
+        match origin {
+            Origin::Irq => self.queue.push(Nanos(self.now), Ev::IrqExit { cpu }),
+            Origin::LocalTask => {
+                if req == Resched::Full && self.cfg.preempt.preempts_kernel() {
+                    self.queue.push(Nanos(self.now), Ev::IrqExit { cpu });
+                }
+            }
+            Origin::Remote => {
+                if req == Resched::Full {
+                    self.send_ipi(cpu);
+                }
+            }
+        }
+    }
+
+    /// Sends a reschedule IPI; several requests in flight share one.
+    pub(super) fn send_ipi(&mut self, cpu: u32) {
+        let rq = &mut self.rqs[cpu as usize];
+        if rq.ipi_pending {
+            return;
+        }
+        rq.ipi_pending = true;
+        self.counters.nr_ipis += 1;
+        let at = self.now + self.costs.ipi_receive_ns;
+        self.queue.push(Nanos(at), Ev::Ipi { cpu });
+    }
+
+    /// Wakes an idle CPU: it leaves its idle state after the idle governor's exit latency.
+    pub(super) fn kick_idle(&mut self, cpu: u32) {
+        let rq = &mut self.rqs[cpu as usize];
+        if rq.idle_exit_pending || rq.curr.is_some() {
+            return;
+        }
+        rq.idle_exit_pending = true;
+        let latency = self.idle_exit_latency(cpu);
+        self.queue.push(Nanos(self.now + latency), Ev::IdleExit { cpu });
+    }
+
+    /// A simple idle governor: predict the idle period from the last one and pay the exit
+    /// latency of the state it would have chosen.
+    fn idle_exit_latency(&self, cpu: u32) -> u64 {
+        let rq = &self.rqs[cpu as usize];
+        let predicted = rq.last_idle_ns.max(self.now - rq.idle_since.unwrap_or(self.now));
+        if predicted >= self.costs.idle_deep_residency_ns { self.costs.idle_exit_ns_deep } else { self.costs.idle_exit_ns_c1 }
+    }
+
+    pub(super) fn idle_exit(&mut self, cpu: u32) {
+        let rq = &mut self.rqs[cpu as usize];
+        rq.idle_exit_pending = false;
+        if rq.curr.is_none() && rq.cfs.h_nr_queued > 0 {
+            self.schedule(cpu, Switch::Preempt);
+        }
+    }
+
+    /// The return from an interrupt (or `preempt_enable()`): act on a pending request if the
+    /// running task is in user mode (either flag) or in preemptible kernel code (full flag).
+    pub(super) fn irq_exit(&mut self, cpu: u32) {
+        let rq = &self.rqs[cpu as usize];
+        let Some(_) = rq.curr else { return };
+        let act = match rq.need_resched {
+            Resched::None => false,
+            Resched::Lazy => !self.in_kernel(cpu),
+            Resched::Full => !self.in_kernel(cpu) || self.cfg.preempt.preempts_kernel(),
+        };
+        if act && !rq.in_prologue {
+            self.schedule(cpu, Switch::Preempt);
+        }
+    }
+
+    /// A return to user mode (syscall exit, end of the switch-in path): acts on either flag.
+    /// Returns true if the task was switched out.
+    pub(super) fn return_to_user(&mut self, cpu: u32) -> bool {
+        if self.rqs[cpu as usize].need_resched != Resched::None {
+            self.schedule(cpu, Switch::Preempt);
+            return true;
+        }
+        false
+    }
+
+    /// Saves the progress of the running step and cancels its end event.
+    fn stop_step(&mut self, cpu: u32) {
+        let now = self.now;
+        let rq = &mut self.rqs[cpu as usize];
+        rq.step_gen = rq.step_gen.wrapping_add(1);
+        let Some(t) = rq.curr else { return };
+        let elapsed = now - rq.step_start;
+        rq.step_start = now;
+        if rq.in_prologue {
+            rq.prologue = rq.prologue.saturating_sub(elapsed);
+            return;
+        }
+        let task = &mut self.tasks[t.idx()];
+        match &mut task.step {
+            Step::User { remaining } | Step::Kernel { remaining, .. } => *remaining = remaining.saturating_sub(elapsed),
+            Step::Next => {}
+        }
+    }
+
+    /// `__schedule()` (core.c v7.3.4) with `pick_next_task_fair()`: switch `cpu` to the best
+    /// task, or to idle.
+    pub(super) fn schedule(&mut self, cpu: u32, how: Switch) {
+        self.stop_step(cpu);
+        let prev = self.rqs[cpu as usize].curr;
+        if let Some(p) = prev {
+            match how {
+                Switch::Preempt => {}
+                Switch::Block => {
+                    self.tasks[p.idx()].state = TaskState::Blocked;
+                    self.fair(cpu).dequeue_task_fair(p, deq::SLEEP);
+                }
+                Switch::Exit => {
+                    self.tasks[p.idx()].state = TaskState::Dead;
+                    self.fair(cpu).dequeue_task_fair(p, deq::SLEEP | deq::SPECIAL);
+                    self.live_tasks -= 1;
+                }
+            }
+        }
+        let next = self.pick_task_fair(cpu);
+        let rq = &mut self.rqs[cpu as usize];
+        let cause = rq.resched_cause;
+        rq.need_resched = Resched::None;
+        rq.resched_cause = Cause::Other;
+        if next == prev {
+            // Nothing is reset on a re-pick (spec §3.11): vprot, prev_sum_exec_runtime and
+            // buddies keep their values and no hrtick is armed.
+            if next.is_some() {
+                self.start_step(cpu);
+            }
+            return;
+        }
+        if let Some(p) = prev {
+            self.fair(cpu).put_prev_task_fair(p);
+            let st = &mut self.tasks[p.idx()].stats;
+            st.nr_switches += 1;
+            self.counters.nr_switches += 1;
+            if how == Switch::Preempt {
+                st.nr_involuntary_switches += 1;
+                self.counters.nr_involuntary_switches += 1;
+                match cause {
+                    Cause::Tick => self.counters.nr_tick_preemptions += 1,
+                    Cause::Wakeup => {
+                        st.nr_wakeup_preemptions += 1;
+                        self.counters.nr_wakeup_preemptions += 1;
+                    }
+                    Cause::Other => {}
+                }
+            } else {
+                st.nr_voluntary_switches += 1;
+                self.counters.nr_voluntary_switches += 1;
+            }
+        }
+        match next {
+            Some(n) => self.switch_to(cpu, n, prev.is_none()),
+            None => self.switch_to_idle(cpu),
+        }
+    }
+
+    /// `pick_task_fair()` (fair.c v7.3.4); newidle balancing joins with the machine model.
+    fn pick_task_fair(&mut self, cpu: u32) -> Option<TaskId> {
+        let mut f = self.fair(cpu);
+        if f.cfs.h_nr_queued == 0 {
+            return None;
+        }
+        if f.cfs.curr.is_some_and(|c| f.ents[c.idx()].on_rq) {
+            f.update_curr();
+        }
+        let picked = f.pick_next_entity(true);
+        if let Some(t) = picked {
+            debug_assert!(f.cfs.h_nr_queued == 1 || f.entity_eligible(t), "picked an ineligible entity");
+        }
+        // Requests made by update_curr() here are consumed by this very schedule().
+        picked
+    }
+
+    fn switch_to(&mut self, cpu: u32, next: TaskId, from_idle: bool) {
+        let now = self.now;
+        let cost = self.costs.context_switch_ns;
+        let rq = &mut self.rqs[cpu as usize];
+        if from_idle {
+            if let Some(since) = rq.idle_since.take() {
+                rq.idle_ns += now - since;
+                rq.last_idle_ns = now - since;
+            }
+        }
+        rq.curr = Some(next);
+        rq.prologue = cost;
+        rq.in_prologue = cost > 0;
+        let hrtick = self.params.feat(crate::features::Feature::HRTICK);
+        let mut f = self.fair(cpu);
+        f.set_next_task_fair(next, true);
+        let delay = if hrtick { f.hrtick_delay(next) } else { None };
+        let req = f.resched;
+        let task = &mut self.tasks[next.idx()];
+        task.state = TaskState::Running;
+        if let Some(since) = task.waking_since.take() {
+            task.stats.wakeup_latency.record(now - since);
+            self.wakeup_latency.record(now - since);
+        }
+        if let Some(d) = delay {
+            self.hrtick_start(cpu, d);
+        }
+        self.resched_request(cpu, req, Origin::LocalTask, Cause::Tick);
+        self.ensure_tick(cpu);
+        self.start_step(cpu);
+    }
+
+    fn switch_to_idle(&mut self, cpu: u32) {
+        let rq = &mut self.rqs[cpu as usize];
+        rq.curr = None;
+        rq.in_prologue = false;
+        rq.idle_since = Some(self.now);
+        // hrtick_cancel(): the idle path cancels the hrtick.
+        rq.hrtick_gen = rq.hrtick_gen.wrapping_add(1);
+        rq.hrtick_at = None;
+    }
+}

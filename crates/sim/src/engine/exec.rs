@@ -1,0 +1,181 @@
+//! What tasks do with the CPU: stepping through their programs, in user or kernel mode.
+//!
+//! A CPU-consuming step gets a `StepEnd` event; everything else (loops, timer arithmetic)
+//! takes no simulated time. A bounded number of zero-time instructions may run in a row, so a
+//! program without any CPU-consuming instruction cannot hang the engine.
+
+use super::core::{Origin, Switch};
+use super::{Cause, Ev, Sim};
+use crate::fair::{Resched, deq, enq};
+use crate::program::Op;
+use crate::task::{AfterKernel, Step, TaskId};
+use crate::time::Nanos;
+
+/// Zero-time instructions a task may execute in a row before the engine calls it a bug.
+const MAX_ZERO_TIME_OPS: u32 = 10_000;
+
+impl Sim {
+    /// Starts (or resumes) the running task's current step on `cpu`.
+    pub(super) fn start_step(&mut self, cpu: u32) {
+        let now = self.now;
+        let mut budget = MAX_ZERO_TIME_OPS;
+        loop {
+            let rq = &mut self.rqs[cpu as usize];
+            let Some(t) = rq.curr else { return };
+            let remaining = if rq.in_prologue {
+                rq.prologue
+            } else {
+                match self.tasks[t.idx()].step {
+                    Step::User { remaining } | Step::Kernel { remaining, .. } => remaining,
+                    Step::Next => {
+                        budget -= 1;
+                        assert!(budget > 0, "task {} runs {MAX_ZERO_TIME_OPS} instructions without using CPU time", t.0);
+                        self.fetch(t);
+                        continue;
+                    }
+                }
+            };
+            if remaining == 0 {
+                if !self.finish_step(cpu) {
+                    return;
+                }
+                continue;
+            }
+            let rq = &mut self.rqs[cpu as usize];
+            rq.step_gen = rq.step_gen.wrapping_add(1);
+            rq.step_start = now;
+            let generation = rq.step_gen;
+            self.queue.push(Nanos(now + remaining), Ev::StepEnd { cpu, generation });
+            return;
+        }
+    }
+
+    /// The running step's time is used up.
+    pub(super) fn step_end(&mut self, cpu: u32) {
+        let rq = &mut self.rqs[cpu as usize];
+        rq.step_gen = rq.step_gen.wrapping_add(1);
+        if rq.in_prologue {
+            rq.prologue = 0;
+        } else if let Some(t) = rq.curr {
+            match &mut self.tasks[t.idx()].step {
+                Step::User { remaining } | Step::Kernel { remaining, .. } => *remaining = 0,
+                Step::Next => {}
+            }
+        }
+        if self.finish_step(cpu) {
+            self.start_step(cpu);
+        }
+    }
+
+    /// Completes a step whose time is used up. Returns false if the CPU switched tasks (the
+    /// switch has already started the next step).
+    fn finish_step(&mut self, cpu: u32) -> bool {
+        let rq = &mut self.rqs[cpu as usize];
+        let t = rq.curr.expect("a step runs on a busy CPU");
+        if rq.in_prologue {
+            // The end of the switch-in path: back to wherever the task was.
+            rq.in_prologue = false;
+            let user = matches!(self.tasks[t.idx()].step, Step::User { .. } | Step::Next);
+            return !(user && self.return_to_user(cpu));
+        }
+        match self.tasks[t.idx()].step {
+            Step::Next => true,
+            Step::User { .. } => {
+                self.tasks[t.idx()].step = Step::Next;
+                true
+            }
+            Step::Kernel { then, .. } => {
+                self.tasks[t.idx()].step = Step::Next;
+                self.after_kernel(cpu, t, then)
+            }
+        }
+    }
+
+    /// The end of a kernel-mode stretch. Returns false if the CPU switched tasks.
+    fn after_kernel(&mut self, cpu: u32, t: TaskId, then: AfterKernel) -> bool {
+        match then {
+            AfterKernel::Return => !self.return_to_user(cpu),
+            AfterKernel::Sleep { soft } => {
+                let slack = self.specs[self.tasks[t.idx()].spec as usize].timer_slack_ns;
+                self.arm_sleep_timer(cpu, t, soft, slack);
+                self.schedule(cpu, Switch::Block);
+                false
+            }
+            AfterKernel::Yield => {
+                self.fair(cpu).yield_task_fair(t);
+                self.schedule(cpu, Switch::Preempt);
+                false
+            }
+            AfterKernel::Exit => {
+                self.schedule(cpu, Switch::Exit);
+                false
+            }
+            AfterKernel::SetNice { nice } => {
+                self.set_nice_running(cpu, t, nice);
+                !self.return_to_user(cpu)
+            }
+        }
+    }
+
+    /// Decodes the next instruction of `t` into its step.
+    fn fetch(&mut self, t: TaskId) {
+        let now = self.now;
+        let syscall = self.costs.syscall_ns;
+        let task = &mut self.tasks[t.idx()];
+        let spec = &self.specs[task.spec as usize];
+        let op = spec.ops.get(task.pc as usize).cloned().unwrap_or(Op::Exit);
+        task.pc += 1;
+        task.step = match op {
+            Op::Run { ns } => Step::User { remaining: ns },
+            Op::Sleep { ns } => Step::Kernel { remaining: syscall, then: AfterKernel::Sleep { soft: now + syscall + ns } },
+            Op::Timer { slot, period_ns, absolute } => {
+                let slot = slot as usize;
+                let next = match task.timer_next[slot] {
+                    None => now + period_ns,
+                    Some(prev) => prev + period_ns,
+                };
+                let wake = syscall + now;
+                if next > wake {
+                    task.timer_next[slot] = Some(next);
+                    Step::Kernel { remaining: syscall, then: AfterKernel::Sleep { soft: next } }
+                } else {
+                    // Late: rt-app does not sleep; relative timers restart from now.
+                    task.timer_next[slot] = Some(if absolute { next } else { now });
+                    Step::Next
+                }
+            }
+            Op::Yield => Step::Kernel { remaining: syscall, then: AfterKernel::Yield },
+            Op::SetNice { nice } => Step::Kernel { remaining: syscall, then: AfterKernel::SetNice { nice } },
+            Op::Loop { target, slot, count } => {
+                let c = &mut task.loop_counters[slot as usize];
+                *c += 1;
+                if count == u32::MAX || *c < count {
+                    task.pc = target;
+                } else {
+                    *c = 0;
+                }
+                Step::Next
+            }
+            Op::Exit => Step::Kernel { remaining: syscall, then: AfterKernel::Exit },
+        };
+    }
+
+    /// A nice change of the running task through the core's save/restore bracket
+    /// (`set_user_nice()`, core.c v7.3.4; spec §3.17).
+    fn set_nice_running(&mut self, cpu: u32, t: TaskId, nice: i32) {
+        let policy = self.ents[t.idx()].policy;
+        let w_new = policy.weight(nice);
+        let lowered = w_new < self.ents[t.idx()].load_weight;
+        self.tasks[t.idx()].nice = nice;
+        let need_full = self.rqs[cpu as usize].need_resched == Resched::Full;
+        let mut f = self.fair(cpu);
+        f.dequeue_task_fair(t, deq::SAVE);
+        f.put_prev_task_fair(t);
+        f.reweight_dequeued(t, w_new);
+        f.enqueue_task_fair(t, enq::RESTORE);
+        f.set_next_task_fair(t, false);
+        f.prio_changed_fair(t, lowered, need_full);
+        let req = f.resched;
+        self.resched_request(cpu, req, Origin::LocalTask, Cause::Other);
+    }
+}

@@ -1,0 +1,383 @@
+//! The engine: simulated CPUs running tasks under the fair class, driven by an event queue in
+//! virtual time.
+//!
+//! Mechanism lives here (what a CPU is doing, when interrupts and reschedules happen, how task
+//! programs consume CPU time); policy lives in [`crate::fair`] and [`crate::select`]. The split
+//! into files follows the kernel: `core` (kernel/sched/core.c: `__schedule`, resched and
+//! preemption points), `ttwu` (`try_to_wake_up`, fork), `tick` (the tick, hrtick and
+//! hrtimers), `exec` (what tasks do), `check` (invariants).
+
+mod check;
+mod core;
+mod exec;
+mod tick;
+mod ttwu;
+
+use std::collections::BTreeMap;
+
+use crate::config::{Limits, SchedConfig};
+use crate::event::EventQueue;
+use crate::fair::{CfsRq, Fair, FairParams, Resched, SchedEntity};
+use crate::program::TaskSpec;
+use crate::stats::LatencyHistogram;
+use crate::task::{Step, Task, TaskId, TaskState, TaskStats};
+use crate::time::Nanos;
+use crate::topology::{Costs, Topology};
+
+pub use check::InvariantViolation;
+
+/// Everything a simulation needs: no defaults, the caller (CLI, lab, test) decides.
+#[derive(Clone, Debug)]
+pub struct SimSetup {
+    pub sched: SchedConfig,
+    pub topology: Topology,
+    pub seed: u64,
+    pub limits: Limits,
+    pub tasks: Vec<TaskSpec>,
+    /// Run the invariant checker after every event (tests and `--check`).
+    pub check_invariants: bool,
+}
+
+/// The events of the simulation. Generations make stale events no-ops (lazy cancellation).
+#[derive(Clone, Copy, Debug)]
+enum Ev {
+    /// The current step of the CPU's running task (or its switch-in prologue) ends.
+    StepEnd { cpu: u32, generation: u32 },
+    /// Periodic scheduler tick.
+    Tick { cpu: u32 },
+    /// The hrtick one-shot timer.
+    Hrtick { cpu: u32, generation: u32 },
+    /// Hard expiry of a task's hrtimer sleep.
+    TimerHard { cpu: u32, task: TaskId, generation: u32 },
+    /// An interrupt return (IPI, or the end of an interrupt handler) on a CPU: a pending
+    /// reschedule is acted upon if the preemption model allows it here.
+    IrqExit { cpu: u32 },
+    /// The reschedule IPI / wake-list IPI reaches a CPU.
+    Ipi { cpu: u32 },
+    /// An idle CPU leaves its idle state and schedules.
+    IdleExit { cpu: u32 },
+    /// A task is created (`wake_up_new_task`).
+    Fork { task: TaskId },
+}
+
+/// What made the current reschedule request of a CPU (for tick/wakeup preemption counters).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cause {
+    Wakeup,
+    Tick,
+    Other,
+}
+
+/// A pending hrtimer sleep on a CPU: `(soft expiry, sequence)` → `(task, timer generation)`.
+type TimerKey = (u64, u64);
+
+/// Per-CPU state (`struct rq` outside the fair class, spec §2.3).
+#[derive(Clone, Debug)]
+struct Rq {
+    cfs: CfsRq,
+    /// Running task; `None` is the idle task.
+    curr: Option<TaskId>,
+    need_resched: Resched,
+    resched_cause: Cause,
+    /// Generation of the running step's `StepEnd` event.
+    step_gen: u32,
+    /// When the running step (or prologue) started consuming CPU.
+    step_start: u64,
+    /// Kernel-mode switch-in work left before the task's own step resumes.
+    prologue: u64,
+    in_prologue: bool,
+    tick_armed: bool,
+    hrtick_gen: u32,
+    hrtick_at: Option<u64>,
+    idle_since: Option<u64>,
+    idle_ns: u64,
+    /// Length of the last idle period (the idle governor's prediction of the next).
+    last_idle_ns: u64,
+    /// An `IdleExit` is already on its way.
+    idle_exit_pending: bool,
+    /// Queued remote wakeups (`rq->wake_list`), processed when the IPI arrives.
+    wake_list: Vec<(TaskId, u32)>,
+    /// An IPI is in flight to this CPU.
+    ipi_pending: bool,
+    timers: BTreeMap<TimerKey, (TaskId, u32)>,
+}
+
+impl Rq {
+    fn new() -> Rq {
+        Rq {
+            cfs: CfsRq::default(),
+            curr: None,
+            need_resched: Resched::None,
+            resched_cause: Cause::Other,
+            step_gen: 0,
+            step_start: 0,
+            prologue: 0,
+            in_prologue: false,
+            tick_armed: false,
+            hrtick_gen: 0,
+            hrtick_at: None,
+            idle_since: Some(0),
+            idle_ns: 0,
+            last_idle_ns: 0,
+            idle_exit_pending: false,
+            wake_list: Vec::new(),
+            ipi_pending: false,
+            timers: BTreeMap::new(),
+        }
+    }
+    /// `rq->ttwu_pending`: a queued wakeup has not been processed yet.
+    fn ttwu_pending(&self) -> bool {
+        !self.wake_list.is_empty()
+    }
+}
+
+/// Run-wide counters (schedstat names where one exists).
+#[derive(Clone, Debug, Default)]
+pub struct Counters {
+    pub nr_switches: u64,
+    pub nr_voluntary_switches: u64,
+    pub nr_involuntary_switches: u64,
+    pub nr_migrations: u64,
+    pub nr_wakeups: u64,
+    pub nr_wakeups_sync: u64,
+    pub nr_wakeups_local: u64,
+    pub nr_wakeups_remote: u64,
+    pub nr_wakeups_affine: u64,
+    pub nr_wakeups_affine_attempts: u64,
+    pub nr_wakeups_migrate: u64,
+    pub nr_wakeup_preemptions: u64,
+    pub nr_tick_preemptions: u64,
+    pub nr_ipis: u64,
+}
+
+/// Per-task results.
+#[derive(Clone, Debug)]
+pub struct TaskReport {
+    pub pid: u32,
+    pub comm: String,
+    pub nice: i32,
+    pub sum_exec_runtime_ns: u64,
+    pub vruntime: u64,
+    pub stats: TaskStats,
+}
+
+/// The outcome of a run: values only; the caller formats them.
+#[derive(Clone, Debug)]
+pub struct SimReport {
+    pub simulated_ns: u64,
+    pub events: u64,
+    /// Why the run stopped.
+    pub stop: StopReason,
+    pub counters: Counters,
+    pub idle_ns_per_cpu: Vec<u64>,
+    pub wakeup_latency: LatencyHistogram,
+    pub tasks: Vec<TaskReport>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// Every task exited.
+    AllExited,
+    TimeLimit,
+    EventLimit,
+}
+
+/// A simulation in progress.
+pub struct Sim {
+    params: FairParams,
+    cfg: SchedConfig,
+    topo: Topology,
+    costs: Costs,
+    limits: Limits,
+    check: bool,
+    now: u64,
+    events: u64,
+    queue: EventQueue<Ev>,
+    rqs: Vec<Rq>,
+    ents: Vec<SchedEntity>,
+    tasks: Vec<Task>,
+    specs: Vec<TaskSpec>,
+    counters: Counters,
+    wakeup_latency: LatencyHistogram,
+    timer_seq: u64,
+    live_tasks: u32,
+}
+
+impl Sim {
+    /// Builds the simulation. Task specs must already be valid (`TaskSpec::validate`).
+    pub fn new(setup: SimSetup) -> Result<Sim, String> {
+        let ncpus = setup.topology.nr_cpus() as u32;
+        if ncpus == 0 {
+            return Err("topology has no CPUs".into());
+        }
+        let params = FairParams::new(&setup.sched, ncpus);
+        let mut sim = Sim {
+            params,
+            costs: setup.topology.costs.clone(),
+            topo: setup.topology,
+            cfg: setup.sched,
+            limits: setup.limits,
+            check: setup.check_invariants,
+            now: 0,
+            events: 0,
+            queue: EventQueue::default(),
+            rqs: (0..ncpus).map(|_| Rq::new()).collect(),
+            ents: Vec::new(),
+            tasks: Vec::new(),
+            specs: Vec::new(),
+            counters: Counters::default(),
+            wakeup_latency: LatencyHistogram::default(),
+            timer_seq: 0,
+            live_tasks: 0,
+        };
+        let _ = setup.seed; // No random stream is consumed yet by the issue-2 model.
+        for spec in setup.tasks {
+            spec.validate()?;
+            sim.add_task(spec)?;
+        }
+        Ok(sim)
+    }
+
+    fn add_task(&mut self, spec: TaskSpec) -> Result<(), String> {
+        let ncpus = self.rqs.len() as u32;
+        let allowed: Vec<u32> = match &spec.cpus {
+            Some(list) => {
+                let mut v = list.clone();
+                v.sort_unstable();
+                v.dedup();
+                if let Some(bad) = v.iter().find(|&&c| c >= ncpus) {
+                    return Err(format!("task `{}`: CPU {bad} does not exist (the topology has {ncpus} CPUs)", spec.comm));
+                }
+                if v.is_empty() {
+                    return Err(format!("task `{}`: empty CPU list", spec.comm));
+                }
+                v
+            }
+            None => (0..ncpus).collect(),
+        };
+        let id = TaskId(self.tasks.len() as u32);
+        let slice = spec.slice_ns.map(crate::fair::entity::clamp_custom_slice);
+        self.ents.push(SchedEntity::new(spec.policy, spec.nice, slice));
+        let comm: String = spec.comm.chars().take(15).collect();
+        self.tasks.push(Task {
+            pid: 1000 + id.0,
+            comm,
+            nice: spec.nice,
+            spec: self.specs.len() as u32,
+            state: TaskState::New,
+            cpu: allowed[0],
+            allowed,
+            pc: 0,
+            step: Step::Next,
+            loop_counters: vec![0; spec.nr_slots as usize],
+            timer_next: vec![None; spec.nr_timers as usize],
+            timer_gen: 0,
+            waking_since: None,
+            last_wakee: None,
+            wakee_flips: 0,
+            wakee_flip_decay_ts: 0,
+            recent_used_cpu: 0,
+            stats: TaskStats::default(),
+        });
+        self.queue.push(Nanos(spec.start_ns), Ev::Fork { task: id });
+        self.specs.push(spec);
+        self.live_tasks += 1;
+        Ok(())
+    }
+
+    /// Runs to the first limit (or until every task has exited) and returns the report.
+    pub fn run(mut self) -> Result<SimReport, InvariantViolation> {
+        let stop = loop {
+            let Some(at) = self.queue.peek_time() else { break StopReason::AllExited };
+            if at.0 > self.limits.max_time_ns {
+                self.advance_to(self.limits.max_time_ns);
+                break StopReason::TimeLimit;
+            }
+            if self.events >= self.limits.max_events {
+                break StopReason::EventLimit;
+            }
+            let (at, ev) = self.queue.pop().expect("peeked");
+            assert!(at.0 >= self.now, "time went backwards: {} < {}", at.0, self.now);
+            self.now = at.0;
+            self.events += 1;
+            self.dispatch(ev);
+            if self.check {
+                self.check_invariants()?;
+            }
+            if self.live_tasks == 0 {
+                break StopReason::AllExited;
+            }
+        };
+        Ok(self.report(stop))
+    }
+
+    fn advance_to(&mut self, t: u64) {
+        self.now = self.now.max(t);
+    }
+
+    fn dispatch(&mut self, ev: Ev) {
+        match ev {
+            Ev::StepEnd { cpu, generation } => {
+                if self.rqs[cpu as usize].step_gen == generation {
+                    self.step_end(cpu);
+                }
+            }
+            Ev::Tick { cpu } => self.tick(cpu),
+            Ev::Hrtick { cpu, generation } => {
+                if self.rqs[cpu as usize].hrtick_gen == generation {
+                    self.hrtick(cpu);
+                }
+            }
+            Ev::TimerHard { cpu, task, generation } => {
+                if self.tasks[task.idx()].timer_gen == generation {
+                    self.timer_interrupt(cpu);
+                    self.irq_exit(cpu);
+                }
+            }
+            Ev::IrqExit { cpu } => self.irq_exit(cpu),
+            Ev::Ipi { cpu } => self.ipi(cpu),
+            Ev::IdleExit { cpu } => self.idle_exit(cpu),
+            Ev::Fork { task } => self.wake_up_new_task(task),
+        }
+    }
+
+    /// A fair-class view of `cpu` at the current time.
+    fn fair(&mut self, cpu: u32) -> Fair<'_> {
+        Fair::new(&mut self.rqs[cpu as usize].cfs, &mut self.ents, &self.params, self.now)
+    }
+
+    fn report(mut self, stop: StopReason) -> SimReport {
+        // Close open idle periods and charge running tasks up to the end.
+        for cpu in 0..self.rqs.len() as u32 {
+            let rq = &mut self.rqs[cpu as usize];
+            if let Some(since) = rq.idle_since {
+                rq.idle_ns += self.now - since;
+                rq.idle_since = Some(self.now);
+            }
+            let mut f = self.fair(cpu);
+            f.update_curr();
+        }
+        let tasks = self
+            .tasks
+            .iter()
+            .zip(&self.ents)
+            .map(|(t, se)| TaskReport {
+                pid: t.pid,
+                comm: t.comm.clone(),
+                nice: t.nice,
+                sum_exec_runtime_ns: se.sum_exec_runtime,
+                vruntime: se.vruntime,
+                stats: t.stats.clone(),
+            })
+            .collect();
+        SimReport {
+            simulated_ns: self.now,
+            events: self.events,
+            stop,
+            counters: self.counters,
+            idle_ns_per_cpu: self.rqs.iter().map(|r| r.idle_ns).collect(),
+            wakeup_latency: self.wakeup_latency,
+            tasks,
+        }
+    }
+}

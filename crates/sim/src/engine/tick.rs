@@ -1,0 +1,125 @@
+//! The periodic tick (`sched_tick`), HRTICK and hrtimer sleeps (kernel/sched/core.c,
+//! kernel/time/hrtimer.c semantics as spec §3.12 and workloads §1.1 state them).
+//!
+//! Ticks are aligned to jiffy boundaries on every CPU and stop while a CPU is idle (NOHZ idle).
+//! An hrtimer sleep fires at the first timer interrupt on its CPU at or after its soft expiry,
+//! and at the latest at its hard expiry (soft + timer slack).
+
+use super::core::Origin;
+use super::{Cause, Ev, Sim};
+use crate::fair::Resched;
+use crate::task::TaskId;
+use crate::time::Nanos;
+
+/// `hrtick_start()` re-programs an armed timer only when the expiry moves by more than this.
+const HRTICK_REPROGRAM_NS: u64 = 5_000;
+
+impl Sim {
+    /// Starts the periodic tick of a CPU that leaves idle, at the next jiffy boundary.
+    pub(super) fn ensure_tick(&mut self, cpu: u32) {
+        let tick = self.params.tick_nsec;
+        let rq = &mut self.rqs[cpu as usize];
+        if rq.tick_armed {
+            return;
+        }
+        rq.tick_armed = true;
+        let next = (self.now / tick + 1) * tick;
+        self.queue.push(Nanos(next), Ev::Tick { cpu });
+    }
+
+    /// `sched_tick()` (core.c v7.3.4) and `task_tick_fair(queued = 0)`.
+    pub(super) fn tick(&mut self, cpu: u32) {
+        let rq = &mut self.rqs[cpu as usize];
+        if rq.curr.is_none() {
+            // NOHZ idle: the tick stops until the CPU is busy again.
+            rq.tick_armed = false;
+            self.timer_interrupt(cpu);
+            return;
+        }
+        let next = self.now + self.params.tick_nsec;
+        self.queue.push(Nanos(next), Ev::Tick { cpu });
+        // Lazy mode: a pending lazy request becomes a full one at the tick.
+        if rq.need_resched == Resched::Lazy {
+            rq.need_resched = Resched::Full;
+        }
+        let mut f = self.fair(cpu);
+        f.update_curr();
+        let req = f.resched;
+        self.resched_request(cpu, req, Origin::Irq, Cause::Tick);
+        self.timer_interrupt(cpu);
+        self.irq_exit(cpu);
+    }
+
+    /// Arms (or re-arms) the hrtick `delay` ns from now (`hrtick_start()`, core.c v7.3.4).
+    pub(super) fn hrtick_start(&mut self, cpu: u32, delay: u64) {
+        let at = self.now + delay;
+        let rq = &mut self.rqs[cpu as usize];
+        if let Some(old) = rq.hrtick_at {
+            if old.abs_diff(at) <= HRTICK_REPROGRAM_NS {
+                return;
+            }
+        }
+        rq.hrtick_gen = rq.hrtick_gen.wrapping_add(1);
+        rq.hrtick_at = Some(at);
+        let generation = rq.hrtick_gen;
+        self.queue.push(Nanos(at), Ev::Hrtick { cpu, generation });
+    }
+
+    /// `hrtick_update()` (fair.c v7.3.4): after an enqueue, arm the hrtick for the running
+    /// fair task if none is armed.
+    pub(super) fn hrtick_update(&mut self, cpu: u32) {
+        if !self.params.feat(crate::features::Feature::HRTICK) || self.rqs[cpu as usize].hrtick_at.is_some() {
+            return;
+        }
+        let Some(curr) = self.rqs[cpu as usize].curr else { return };
+        let mut f = self.fair(cpu);
+        let delay = f.hrtick_delay(curr);
+        let req = f.resched;
+        if let Some(d) = delay {
+            self.hrtick_start(cpu, d);
+        }
+        self.resched_request(cpu, req, Origin::LocalTask, Cause::Tick);
+    }
+
+    /// `hrtick()` expiry: `task_tick_fair(queued = 1)`, i.e. `update_curr()` then an
+    /// unconditional full reschedule.
+    pub(super) fn hrtick(&mut self, cpu: u32) {
+        self.rqs[cpu as usize].hrtick_at = None;
+        if self.rqs[cpu as usize].curr.is_some() {
+            self.fair(cpu).update_curr();
+            self.resched_request(cpu, Resched::Full, Origin::Irq, Cause::Tick);
+        }
+        self.timer_interrupt(cpu);
+        self.irq_exit(cpu);
+    }
+
+    /// Arms an hrtimer sleep of `t` on `cpu`: soft expiry `soft`, hard `soft + slack`.
+    pub(super) fn arm_sleep_timer(&mut self, cpu: u32, t: TaskId, soft: u64, slack: u64) {
+        let task = &mut self.tasks[t.idx()];
+        task.timer_gen = task.timer_gen.wrapping_add(1);
+        let generation = task.timer_gen;
+        self.timer_seq += 1;
+        self.rqs[cpu as usize].timers.insert((soft, self.timer_seq), (t, generation));
+        self.queue.push(Nanos(soft + slack), Ev::TimerHard { cpu, task: t, generation });
+    }
+
+    /// A timer interrupt on `cpu`: every sleep whose soft expiry has passed is woken, in
+    /// expiry order, from hardirq context (`hrtimer_wakeup()`: a non-sync wakeup).
+    pub(super) fn timer_interrupt(&mut self, cpu: u32) {
+        loop {
+            let rq = &mut self.rqs[cpu as usize];
+            let Some((&key, _)) = rq.timers.first_key_value() else { break };
+            if key.0 > self.now {
+                break;
+            }
+            let (t, generation) = rq.timers.remove(&key).expect("present");
+            let task = &mut self.tasks[t.idx()];
+            if task.timer_gen != generation {
+                continue;
+            }
+            task.timer_gen = task.timer_gen.wrapping_add(1);
+            let waker = self.rqs[cpu as usize].curr;
+            self.try_to_wake_up(t, 0, cpu, waker, false);
+        }
+    }
+}

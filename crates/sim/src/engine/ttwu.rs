@@ -1,0 +1,205 @@
+//! `try_to_wake_up()` and `wake_up_new_task()` (kernel/sched/core.c v7.3.4, spec §3.14,
+//! §3.15): in-place wakeup of delayed tasks, CPU selection, wake lists and IPIs, and the
+//! wakeup-preemption check on the target CPU.
+
+use super::core::Origin;
+use super::{Cause, Sim};
+use crate::fair::{Resched, enq, wf};
+use crate::features::Feature;
+use crate::select::{self, Placement};
+use crate::task::{TaskId, TaskState};
+
+impl Sim {
+    /// `try_to_wake_up()` (core.c v7.3.4). `this_cpu` is the CPU the wakeup runs on, `waker`
+    /// the task that was running there (`current`, also in interrupt context), `in_task`
+    /// false for hardirq/softirq wakeups.
+    pub(super) fn try_to_wake_up(&mut self, p: TaskId, wake_flags: u32, this_cpu: u32, waker: Option<TaskId>, in_task: bool) {
+        let mut wake_flags = wake_flags | wf::TTWU;
+        let task = &mut self.tasks[p.idx()];
+        if task.state != TaskState::Blocked {
+            return;
+        }
+        task.waking_since = Some(self.now);
+        task.stats.nr_wakeups += 1;
+        self.counters.nr_wakeups += 1;
+        if wake_flags & wf::SYNC != 0 {
+            task.stats.nr_wakeups_sync += 1;
+            self.counters.nr_wakeups_sync += 1;
+        }
+        if self.ents[p.idx()].on_rq {
+            // ttwu_runnable(): still queued (delayed dequeue) — requeue in place, no CPU
+            // selection, no record_wakee.
+            let cpu = task.cpu;
+            task.state = TaskState::Running;
+            self.count_local_remote(p, cpu, this_cpu);
+            let mut f = self.fair(cpu);
+            if f.ents[p.idx()].sched_delayed {
+                f.enqueue_task_fair(p, enq::DELAYED);
+            }
+            let req = f.resched;
+            let origin = if cpu == this_cpu { Origin::Irq } else { Origin::Remote };
+            self.resched_request(cpu, req, origin, Cause::Other);
+            if self.rqs[cpu as usize].curr != Some(p) {
+                self.wakeup_preempt(cpu, p, wake_flags, origin, in_task);
+            }
+            return;
+        }
+        task.state = TaskState::Waking;
+        let prev_cpu = task.cpu;
+        let cpu = if task.allowed.len() > 1 {
+            wake_flags |= wf::RQ_SELECTED;
+            let placement = self.select_task_rq(p, prev_cpu, this_cpu, waker, wake_flags);
+            if placement.affine_attempt {
+                self.counters.nr_wakeups_affine_attempts += 1;
+            }
+            if placement.affine {
+                self.counters.nr_wakeups_affine += 1;
+            }
+            placement.cpu
+        } else {
+            task.allowed[0]
+        };
+        if cpu != prev_cpu {
+            wake_flags |= wf::MIGRATED;
+            self.set_task_cpu(p, cpu);
+            self.tasks[p.idx()].stats.nr_wakeups_migrate += 1;
+            self.counters.nr_wakeups_migrate += 1;
+        }
+        self.count_local_remote(p, cpu, this_cpu);
+        if self.params.feat(Feature::TTWU_QUEUE) && self.ttwu_queue_cond(cpu, this_cpu) {
+            // Queued wakeups keep only WF_MIGRATED: WF_SYNC and WF_RQ_SELECTED are lost.
+            self.rqs[cpu as usize].wake_list.push((p, wake_flags & wf::MIGRATED));
+            self.send_ipi(cpu);
+        } else {
+            let origin = if cpu == this_cpu && !in_task { Origin::Irq } else if cpu == this_cpu { Origin::LocalTask } else { Origin::Remote };
+            self.ttwu_do_activate(cpu, p, wake_flags, origin, in_task);
+        }
+    }
+
+    fn count_local_remote(&mut self, p: TaskId, cpu: u32, this_cpu: u32) {
+        let st = &mut self.tasks[p.idx()].stats;
+        if cpu == this_cpu {
+            st.nr_wakeups_local += 1;
+            self.counters.nr_wakeups_local += 1;
+        } else {
+            st.nr_wakeups_remote += 1;
+            self.counters.nr_wakeups_remote += 1;
+        }
+    }
+
+    /// `ttwu_queue_cond()` (core.c v7.3.4).
+    fn ttwu_queue_cond(&self, cpu: u32, this_cpu: u32) -> bool {
+        if !self.topo.cpus_share_cache(this_cpu, cpu) {
+            return true;
+        }
+        if cpu == this_cpu {
+            return false;
+        }
+        self.rqs[cpu as usize].cfs.h_nr_queued == 0
+    }
+
+    /// `ttwu_do_activate()` (core.c v7.3.4): enqueue on `cpu` and check preemption.
+    fn ttwu_do_activate(&mut self, cpu: u32, p: TaskId, wake_flags: u32, origin: Origin, in_task: bool) {
+        let mut flags = enq::WAKEUP;
+        if wake_flags & wf::MIGRATED != 0 {
+            flags |= enq::MIGRATED;
+        }
+        if wake_flags & wf::RQ_SELECTED != 0 {
+            flags |= enq::RQ_SELECTED;
+        }
+        let mut f = self.fair(cpu);
+        f.enqueue_task_fair(p, flags);
+        let req = f.resched;
+        self.tasks[p.idx()].state = TaskState::Running;
+        self.resched_request(cpu, req, origin, Cause::Other);
+        self.hrtick_update(cpu);
+        self.wakeup_preempt(cpu, p, wake_flags, origin, in_task);
+    }
+
+    /// The wake-list IPI arrives: process queued wakeups, then act on reschedules at its return.
+    pub(super) fn ipi(&mut self, cpu: u32) {
+        let rq = &mut self.rqs[cpu as usize];
+        rq.ipi_pending = false;
+        let list = std::mem::take(&mut rq.wake_list);
+        for (p, flags) in list {
+            // sched_ttwu_pending(): runs on the target, from the IPI (interrupt context).
+            self.ttwu_do_activate(cpu, p, flags, Origin::Irq, false);
+        }
+        self.timer_interrupt(cpu);
+        self.irq_exit(cpu);
+    }
+
+    /// `wakeup_preempt()` (core.c v7.3.4): an idle CPU always reschedules; otherwise the fair
+    /// class decides.
+    fn wakeup_preempt(&mut self, cpu: u32, p: TaskId, wake_flags: u32, origin: Origin, in_task: bool) {
+        let rq = &self.rqs[cpu as usize];
+        if rq.curr.is_none() {
+            self.kick_idle(cpu);
+            return;
+        }
+        let need_full = rq.need_resched == Resched::Full;
+        let mut f = self.fair(cpu);
+        let verdict = f.wakeup_preempt_fair(p, wake_flags, need_full, in_task);
+        let req = f.resched;
+        let _ = verdict;
+        self.resched_request(cpu, req, origin, Cause::Wakeup);
+    }
+
+    /// `set_task_cpu()` with `migrate_task_rq_fair()`: the task is not queued anywhere.
+    fn set_task_cpu(&mut self, p: TaskId, cpu: u32) {
+        let task = &mut self.tasks[p.idx()];
+        if task.cpu != cpu {
+            task.cpu = cpu;
+            task.stats.nr_migrations += 1;
+            self.counters.nr_migrations += 1;
+            // migrate_task_rq_fair(): the task is cache cold on its new CPU.
+            self.ents[p.idx()].exec_start = 0;
+        }
+    }
+
+    fn select_task_rq(&mut self, p: TaskId, prev_cpu: u32, this_cpu: u32, waker: Option<TaskId>, wake_flags: u32) -> Placement {
+        let view = self.rq_view();
+        let jiffies = self.now / self.params.tick_nsec;
+        let fix = self.params.behavior.wa_idle_ignore_delayed;
+        select::select_task_rq_fair(&self.topo, &view, &mut self.tasks, p, prev_cpu, this_cpu, waker, wake_flags, jiffies, u64::from(self.cfg.hz), fix)
+    }
+
+    fn rq_view(&self) -> select::RqView {
+        select::RqView::new(
+            self.rqs
+                .iter()
+                .map(|r| select::CpuFacts {
+                    idle: r.curr.is_none(),
+                    nr_running: r.cfs.h_nr_queued,
+                    nr_delayed: r.cfs.nr_delayed(),
+                    ttwu_pending: r.ttwu_pending(),
+                })
+                .collect(),
+        )
+    }
+
+    /// `wake_up_new_task()` (core.c v7.3.4): fork placement, `ENQUEUE_INITIAL`, and a
+    /// `WF_FORK` preemption check.
+    pub(super) fn wake_up_new_task(&mut self, p: TaskId) {
+        // The parent is the workload's main thread, on CPU 0 (or the task's first CPU).
+        let parent_cpu = self.tasks[p.idx()].allowed[0];
+        let task = &mut self.tasks[p.idx()];
+        task.state = TaskState::Waking;
+        task.recent_used_cpu = task.cpu;
+        let cpu = if task.allowed.len() > 1 {
+            let view = self.rq_view();
+            select::find_idlest_cpu(&view, &self.tasks[p.idx()].allowed, parent_cpu)
+        } else {
+            task.allowed[0]
+        };
+        self.tasks[p.idx()].cpu = cpu;
+        let mut f = self.fair(cpu);
+        f.enqueue_task_fair(p, enq::INITIAL);
+        let req = f.resched;
+        self.tasks[p.idx()].state = TaskState::Running;
+        let origin = if cpu == parent_cpu { Origin::LocalTask } else { Origin::Remote };
+        self.resched_request(cpu, req, origin, Cause::Other);
+        self.hrtick_update(cpu);
+        self.wakeup_preempt(cpu, p, wf::FORK, origin, true);
+    }
+}

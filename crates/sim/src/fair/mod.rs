@@ -1,0 +1,1061 @@
+//! The fair scheduling class (EEVDF) on one CPU's runqueue, restated from
+//! `kernel/sched/fair.c` v7.3.4 (spec `kernel-fair.md` §3), with the version switches of
+//! [`Behavior`](crate::config::Behavior).
+//!
+//! Every function here models one kernel function and says which. Arithmetic is the kernel's:
+//! `u64` virtual times compared by signed difference, `i64` lags, the `s64` sums of
+//! `avg_vruntime` with wrapping adds, and the exact `__int128` eligibility comparison.
+//!
+//! A [`Fair`] is a short-lived view that borrows one CPU's [`CfsRq`], the entities of all tasks
+//! and the parameters; the engine builds one per operation. Reschedule requests are returned in
+//! [`Fair::resched`] for the engine to act on according to the preemption model.
+
+pub mod entity;
+pub mod tree;
+pub mod weight;
+
+pub use entity::{Policy, SchedEntity};
+
+use crate::config::{Behavior, LagClamp, ProtectVariant, SchedConfig, WakeupPreemptVariant};
+use crate::features::{Feature, FeatureSet};
+use crate::task::TaskId;
+use tree::{NodeKey, Timeline, before};
+use weight::{NICE_0_LOAD, calc_delta_fair, scale_load_down};
+
+/// Wake flags (`WF_*`, kernel/sched/sched.h v7.3.4).
+pub mod wf {
+    pub const EXEC: u32 = 0x02;
+    pub const FORK: u32 = 0x04;
+    pub const TTWU: u32 = 0x08;
+    pub const SYNC: u32 = 0x10;
+    pub const MIGRATED: u32 = 0x20;
+    pub const CURRENT_CPU: u32 = 0x40;
+    pub const RQ_SELECTED: u32 = 0x80;
+}
+
+/// Enqueue flags (`ENQUEUE_*`), the subset the fair class reads.
+pub mod enq {
+    pub const WAKEUP: u32 = 0x01;
+    pub const RESTORE: u32 = 0x02;
+    pub const MIGRATED: u32 = 0x04;
+    pub const INITIAL: u32 = 0x08;
+    pub const DELAYED: u32 = 0x10;
+    pub const RQ_SELECTED: u32 = 0x20;
+    /// 7.3: "already counted in h_nr_queued" (used by `place_entity`).
+    pub const QUEUED: u32 = 0x40;
+}
+
+/// Dequeue flags (`DEQUEUE_*`).
+pub mod deq {
+    pub const SLEEP: u32 = 0x01;
+    pub const SAVE: u32 = 0x02;
+    pub const DELAYED: u32 = 0x04;
+    pub const SPECIAL: u32 = 0x08;
+}
+
+/// The parameters the fair class reads, resolved once from a [`SchedConfig`].
+#[derive(Clone, Debug)]
+pub struct FairParams {
+    pub features: FeatureSet,
+    pub behavior: Behavior,
+    /// `sysctl_sched_base_slice` for this machine's CPU count.
+    pub base_slice: u64,
+    pub normalized_base_slice: u64,
+    pub migration_cost: u64,
+    pub tick_nsec: u64,
+}
+
+impl FairParams {
+    pub fn new(cfg: &SchedConfig, ncpus: u32) -> FairParams {
+        FairParams {
+            features: cfg.features,
+            behavior: cfg.behavior,
+            base_slice: cfg.sysctl.base_slice(ncpus),
+            normalized_base_slice: cfg.sysctl.normalized_base_slice_ns,
+            migration_cost: cfg.sysctl.migration_cost_ns,
+            tick_nsec: cfg.tick_nsec(),
+        }
+    }
+    #[inline]
+    pub fn feat(&self, f: Feature) -> bool {
+        self.features.has(f)
+    }
+}
+
+/// One CPU's fair runqueue (`struct cfs_rq`, root group only: spec §2.2).
+#[derive(Clone, Debug)]
+pub struct CfsRq {
+    /// Queued entities except `curr`, by deadline.
+    pub timeline: Timeline,
+    pub curr: Option<TaskId>,
+    pub next: Option<TaskId>,
+    /// Σ key·w over the tree (kernel `s64`, wrapping).
+    pub sum_w_vruntime: i64,
+    pub sum_weight: u64,
+    /// `zero_vruntime` (v0), the origin of keys.
+    pub zero_vruntime: u64,
+    /// Queued tasks including curr and delayed ones (== `rq.nr_running` with only fair tasks).
+    pub h_nr_queued: u32,
+    /// Queued tasks that are not delayed.
+    pub h_nr_runnable: u32,
+    pub h_nr_idle: u32,
+    /// Σ load weight of queued entities.
+    pub load_weight: u64,
+}
+
+impl Default for CfsRq {
+    fn default() -> Self {
+        CfsRq {
+            timeline: Timeline::new(),
+            curr: None,
+            next: None,
+            sum_w_vruntime: 0,
+            sum_weight: 0,
+            // init_cfs_rq(): deliberately near the wrap point.
+            zero_vruntime: (-(1i64 << 20)) as u64,
+            h_nr_queued: 0,
+            h_nr_runnable: 0,
+            h_nr_idle: 0,
+            load_weight: 0,
+        }
+    }
+}
+
+impl CfsRq {
+    /// `cfs_h_nr_delayed()` (fair.c v7.3.4).
+    pub fn nr_delayed(&self) -> u32 {
+        self.h_nr_queued - self.h_nr_runnable
+    }
+}
+
+/// A reschedule request from the fair class (`resched_curr` / `resched_curr_lazy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Resched {
+    None,
+    Lazy,
+    Full,
+}
+
+/// Why `wakeup_preempt_fair` decided what it did (for traces and `explain`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WakeupReason {
+    SameEntity,
+    NeedReschedPending,
+    NoWakeupPreemption,
+    IdleCurr,
+    IdleMismatch,
+    NotNormalPolicy,
+    WakeeDelayed,
+    Fork,
+    ForcedWakerIneligible,
+    PreemptSyncResched,
+    PreemptSyncNone,
+    PickedWakee,
+    ShortEligible,
+    PickedOther,
+}
+
+impl WakeupReason {
+    pub fn name(self) -> &'static str {
+        match self {
+            WakeupReason::SameEntity => "same_entity",
+            WakeupReason::NeedReschedPending => "need_resched_pending",
+            WakeupReason::NoWakeupPreemption => "NO_WAKEUP_PREEMPTION",
+            WakeupReason::IdleCurr => "curr_sched_idle",
+            WakeupReason::IdleMismatch => "idle_mismatch",
+            WakeupReason::NotNormalPolicy => "wakee_not_normal",
+            WakeupReason::WakeeDelayed => "wakee_delayed",
+            WakeupReason::Fork => "fork",
+            WakeupReason::ForcedWakerIneligible => "force_waker_ineligible",
+            WakeupReason::PreemptSyncResched => "preempt_sync_resched",
+            WakeupReason::PreemptSyncNone => "preempt_sync_none",
+            WakeupReason::PickedWakee => "pick_is_wakee",
+            WakeupReason::ShortEligible => "short_eligible",
+            WakeupReason::PickedOther => "pick_is_other",
+        }
+    }
+}
+
+/// The outcome of one wakeup-preemption check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WakeupVerdict {
+    pub preempt: bool,
+    pub reason: WakeupReason,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Action {
+    None,
+    Short,
+    Pick,
+    Resched,
+}
+
+/// A view of one CPU's fair class for the duration of one operation.
+pub struct Fair<'a> {
+    pub cfs: &'a mut CfsRq,
+    pub ents: &'a mut [SchedEntity],
+    pub p: &'a FairParams,
+    /// `rq_clock_task()`: the simulated time of the operation.
+    pub now: u64,
+    /// The strongest reschedule request made during this operation.
+    pub resched: Resched,
+}
+
+impl<'a> Fair<'a> {
+    pub fn new(cfs: &'a mut CfsRq, ents: &'a mut [SchedEntity], p: &'a FairParams, now: u64) -> Self {
+        Fair { cfs, ents, p, now, resched: Resched::None }
+    }
+
+    #[inline]
+    fn se(&self, t: TaskId) -> &SchedEntity {
+        &self.ents[t.idx()]
+    }
+    #[inline]
+    fn se_mut(&mut self, t: TaskId) -> &mut SchedEntity {
+        &mut self.ents[t.idx()]
+    }
+    #[inline]
+    fn delta_fair(&self, delta: u64, t: TaskId) -> u64 {
+        calc_delta_fair(delta, self.se(t).h_weight, self.p.behavior.calc_delta)
+    }
+
+    /// The running entity if it is still queued (`curr && curr->on_rq`).
+    #[inline]
+    fn curr_on_rq(&self) -> Option<TaskId> {
+        self.cfs.curr.filter(|&c| self.se(c).on_rq)
+    }
+
+    /// `resched_curr_lazy()` (core.c v7.3.4); a full request where lazy preemption does not exist.
+    fn resched_curr_lazy(&mut self) {
+        let r = if self.p.behavior.has_lazy { Resched::Lazy } else { Resched::Full };
+        self.resched = self.resched.max(r);
+    }
+    /// `resched_curr()` (core.c v7.3.4).
+    fn resched_curr(&mut self) {
+        self.resched = Resched::Full;
+    }
+
+    // ---- avg_vruntime bookkeeping (§3.2) ----------------------------------------------------
+
+    /// `avg_vruntime_weight()` (fair.c v7.3.4; `scale_load_down` before 7.1).
+    #[inline]
+    fn avg_w(&self, t: TaskId) -> u64 {
+        let w = self.se(t).h_weight;
+        if self.p.behavior.avg_full_weight { w } else { scale_load_down(w) }
+    }
+    /// `entity_key()` (fair.c v7.3.4).
+    #[inline]
+    fn key(&self, v: u64) -> i64 {
+        v.wrapping_sub(self.cfs.zero_vruntime) as i64
+    }
+    /// `sum_w_vruntime_add()` (fair.c v7.3.4).
+    fn sum_add(&mut self, t: TaskId) {
+        let w = self.avg_w(t);
+        let k = self.key(self.se(t).vruntime);
+        self.cfs.sum_w_vruntime = self.cfs.sum_w_vruntime.wrapping_add(k.wrapping_mul(w as i64));
+        self.cfs.sum_weight += w;
+    }
+    /// `sum_w_vruntime_sub()` (fair.c v7.3.4).
+    fn sum_sub(&mut self, t: TaskId) {
+        let w = self.avg_w(t);
+        let k = self.key(self.se(t).vruntime);
+        self.cfs.sum_w_vruntime = self.cfs.sum_w_vruntime.wrapping_sub(k.wrapping_mul(w as i64));
+        self.cfs.sum_weight -= w;
+    }
+    /// `update_zero_vruntime()` (fair.c v7.3.4).
+    fn move_v0(&mut self, delta: i64) {
+        self.cfs.sum_w_vruntime =
+            self.cfs.sum_w_vruntime.wrapping_sub((self.cfs.sum_weight as i64).wrapping_mul(delta));
+        self.cfs.zero_vruntime = self.cfs.zero_vruntime.wrapping_add(delta as u64);
+    }
+
+    /// `avg_vruntime()` (fair.c v7.3.4): the weighted mean vruntime V; moves v0 to it.
+    pub fn avg_vruntime(&mut self) -> u64 {
+        let mut weight = self.cfs.sum_weight as i64;
+        let mut delta = 0i64;
+        let curr = self.curr_on_rq();
+        if weight != 0 {
+            let mut runtime = self.cfs.sum_w_vruntime;
+            if let Some(c) = curr {
+                let w = self.avg_w(c) as i64;
+                runtime = runtime.wrapping_add(self.key(self.se(c).vruntime).wrapping_mul(w));
+                weight += w;
+            }
+            // Sign flips truncation into floor.
+            if runtime < 0 {
+                runtime -= weight - 1;
+            }
+            delta = runtime / weight;
+        } else if let Some(c) = curr {
+            delta = self.key(self.se(c).vruntime);
+        }
+        self.move_v0(delta);
+        self.cfs.zero_vruntime
+    }
+
+    /// `vruntime_eligible()` (fair.c v7.3.4): `v <= V`, exactly, in 128-bit arithmetic.
+    pub fn vruntime_eligible(&self, v: u64) -> bool {
+        let mut avg = self.cfs.sum_w_vruntime as i128;
+        let mut load = self.cfs.sum_weight as i128;
+        if let Some(c) = self.curr_on_rq() {
+            let w = self.avg_w(c) as i128;
+            avg += self.key(self.se(c).vruntime) as i128 * w;
+            load += w;
+        }
+        avg >= self.key(v) as i128 * load
+    }
+    /// `entity_eligible()` (fair.c v7.3.4).
+    pub fn entity_eligible(&self, t: TaskId) -> bool {
+        self.vruntime_eligible(self.se(t).vruntime)
+    }
+
+    // ---- slices, lag (§3.4, §3.6) ------------------------------------------------------------
+
+    /// `cfs_rq_min_slice()` (fair.c v7.3.4).
+    pub fn min_slice(&self) -> u64 {
+        let c = self.curr_on_rq().map_or(u64::MAX, |c| self.se(c).slice);
+        c.min(self.cfs.timeline.min_slice().unwrap_or(u64::MAX))
+    }
+    /// `cfs_rq_max_slice()` (fair.c v7.3.4).
+    pub fn max_slice(&self) -> u64 {
+        let c = self.curr_on_rq().map_or(0, |c| self.se(c).slice);
+        c.max(self.cfs.timeline.max_slice().unwrap_or(0))
+    }
+
+    /// `entity_lag()` (fair.c v7.3.4; the 6.1x clamp with `LagClamp::TwiceSlice`).
+    pub fn entity_lag(&self, t: TaskId, avruntime: u64) -> i64 {
+        let span = match self.p.behavior.lag_clamp {
+            LagClamp::MaxSlicePlusTick => self.max_slice() + self.p.tick_nsec,
+            LagClamp::TwiceSlice => (2 * self.se(t).slice).max(self.p.tick_nsec),
+        };
+        let limit = self.delta_fair(span, t) as i64;
+        let vlag = avruntime.wrapping_sub(self.se(t).vruntime) as i64;
+        vlag.clamp(-limit, limit)
+    }
+
+    /// `update_entity_lag()` (fair.c v7.3.4): true iff the saved lag moved the entity.
+    pub fn update_entity_lag(&mut self, t: TaskId) -> bool {
+        let avruntime = self.avg_vruntime();
+        let mut vlag = self.entity_lag(t, avruntime);
+        let se = self.se(t);
+        if se.sched_delayed && self.p.behavior.lag_clamp == LagClamp::MaxSlicePlusTick {
+            // The lag of a delayed entity may only move towards zero (it was negative).
+            vlag = vlag.max(se.vlag);
+            if self.p.feat(Feature::DELAY_ZERO) {
+                vlag = vlag.min(0);
+            }
+        }
+        let se = self.se_mut(t);
+        se.vlag = vlag;
+        avruntime.wrapping_sub(vlag as u64) != se.vruntime
+    }
+
+    /// `ineligible_vruntime()` (fair.c v7.3.4): where curr stops being eligible, others frozen.
+    fn ineligible_vruntime(&self) -> u64 {
+        let weight = self.cfs.sum_weight as i64;
+        let mut delta = 0;
+        if weight != 0 {
+            let mut runtime = self.cfs.sum_w_vruntime;
+            if runtime < 0 {
+                runtime -= weight - 1;
+            }
+            delta = runtime / weight;
+        }
+        self.cfs.zero_vruntime.wrapping_add(delta as u64).wrapping_add(1)
+    }
+
+    /// `set_protect_slice()` (fair.c v7.3.4; 6.17 and ≤6.16 forms by `ProtectVariant`).
+    pub fn set_protect_slice(&mut self, t: TaskId) {
+        let se = *self.se(t);
+        let vprot = match self.p.behavior.protect {
+            ProtectVariant::V6_16 => {
+                // The vlag marker protected the whole request, only with RUN_TO_PARITY.
+                if self.p.feat(Feature::RUN_TO_PARITY) { se.deadline } else { se.vruntime }
+            }
+            variant => {
+                let mut slice = if self.p.feat(Feature::RUN_TO_PARITY) {
+                    self.min_slice()
+                } else {
+                    self.p.normalized_base_slice
+                };
+                slice = slice.min(se.slice);
+                let mut vprot = se.deadline;
+                if slice != se.slice {
+                    let bound = if variant == ProtectVariant::V7_3 && self.p.feat(Feature::PREEMPT_SHORT) {
+                        self.ineligible_vruntime()
+                    } else {
+                        se.vruntime.wrapping_add(self.delta_fair(slice, t))
+                    };
+                    vprot = vmin(vprot, bound);
+                }
+                vprot
+            }
+        };
+        self.se_mut(t).vprot = vprot;
+    }
+
+    /// `update_protect_slice()` (fair.c v7.3.4; 6.17–7.2 form without the lag credit; absent
+    /// before 6.17).
+    pub fn update_protect_slice(&mut self, t: TaskId) {
+        let v = match self.p.behavior.protect {
+            ProtectVariant::V6_16 => return,
+            ProtectVariant::V6_17 => self.se(t).vruntime,
+            ProtectVariant::V7_3 => {
+                let avg = self.avg_vruntime();
+                vmin(self.se(t).vruntime, avg)
+            }
+        };
+        let bound = v.wrapping_add(self.delta_fair(self.min_slice(), t));
+        let se = self.se_mut(t);
+        se.vprot = vmin(se.vprot, bound);
+    }
+
+    /// `protect_slice()` (fair.c v7.3.4).
+    #[inline]
+    pub fn protect_slice(&self, t: TaskId) -> bool {
+        let se = self.se(t);
+        before(se.vruntime, se.vprot)
+    }
+
+    /// `cancel_protect_slice()` (fair.c v7.3.4).
+    pub fn cancel_protect_slice(&mut self, t: TaskId) {
+        if self.protect_slice(t) {
+            let se = self.se_mut(t);
+            se.vprot = se.vruntime;
+        }
+    }
+
+    // ---- the tree (§3.5) ---------------------------------------------------------------------
+
+    /// `__enqueue_entity()` (fair.c v7.3.4).
+    fn enqueue_tree(&mut self, t: TaskId) {
+        self.sum_add(t);
+        let se = self.se(t);
+        let key = NodeKey { id: t.0, deadline: se.deadline, vruntime: se.vruntime, slice: se.slice };
+        let node = self.cfs.timeline.insert(key);
+        let se = self.se_mut(t);
+        debug_assert!(!se.in_tree);
+        se.node = node;
+        se.in_tree = true;
+    }
+
+    /// `__dequeue_entity()` (fair.c v7.3.4).
+    fn dequeue_tree(&mut self, t: TaskId) {
+        let se = self.se_mut(t);
+        debug_assert!(se.in_tree);
+        se.in_tree = false;
+        let node = se.node;
+        let key = self.cfs.timeline.remove(node);
+        debug_assert_eq!(key.id, t.0);
+        self.sum_sub(t);
+    }
+
+    /// `pick_eevdf()` (fair.c v7.3.4): the earliest eligible virtual deadline.
+    pub fn pick_eevdf(&self, protect: bool) -> Option<TaskId> {
+        let left = self.cfs.timeline.leftmost().map(|k| TaskId(k.id));
+        if self.cfs.h_nr_queued == 1 {
+            return self.curr_on_rq().or(left);
+        }
+        let buddy_in_pick = self.p.behavior.wakeup_preempt != WakeupPreemptVariant::V6_18;
+        if buddy_in_pick && self.p.feat(Feature::PICK_BUDDY) && protect {
+            if let Some(n) = self.cfs.next {
+                if self.entity_eligible(n) {
+                    debug_assert!(!self.se(n).sched_delayed);
+                    return Some(n);
+                }
+            }
+        }
+        let mut curr = self.cfs.curr.filter(|&c| self.se(c).on_rq && self.entity_eligible(c));
+        if let Some(c) = curr {
+            let protected = match self.p.behavior.protect {
+                ProtectVariant::V6_16 => self.p.feat(Feature::RUN_TO_PARITY) && self.protect_slice(c),
+                _ => protect && self.protect_slice(c),
+            };
+            if protected {
+                return Some(c);
+            }
+        }
+        let best = self.cfs.timeline.pick_eligible(|v| self.vruntime_eligible(v)).map(|k| TaskId(k.id));
+        match (best, curr.take()) {
+            (None, c) => c,
+            (Some(b), Some(c)) if before(self.se(c).deadline, self.se(b).deadline) => Some(c),
+            (b, _) => b,
+        }
+    }
+
+    /// `pick_next_entity()` (fair.c v7.3.4): the pick, with a picked delayed entity dequeued for
+    /// good and the pick retried. ≤6.18 checks the buddy here rather than in `pick_eevdf`.
+    pub fn pick_next_entity(&mut self, protect: bool) -> Option<TaskId> {
+        loop {
+            if self.cfs.h_nr_queued == 0 {
+                return None;
+            }
+            let mut se = None;
+            if self.p.behavior.wakeup_preempt == WakeupPreemptVariant::V6_18 && self.p.feat(Feature::PICK_BUDDY) {
+                se = self.cfs.next.filter(|&n| self.entity_eligible(n));
+            }
+            let se = se.or_else(|| self.pick_eevdf(protect))?;
+            if self.se(se).sched_delayed {
+                self.dequeue_task_fair(se, deq::SLEEP | deq::DELAYED);
+                continue;
+            }
+            return Some(se);
+        }
+    }
+
+    // ---- runtime accounting (§3.7) -----------------------------------------------------------
+
+    /// `update_deadline()` (fair.c v7.3.4): a new request once the current one is used up.
+    fn update_deadline(&mut self, t: TaskId) -> bool {
+        let se = self.se(t);
+        if before(se.vruntime, se.deadline) {
+            return false;
+        }
+        if !se.custom_slice {
+            self.se_mut(t).slice = self.p.base_slice;
+        }
+        let vslice = self.delta_fair(self.se(t).slice, t);
+        let se = self.se_mut(t);
+        se.deadline = se.vruntime.wrapping_add(vslice);
+        self.avg_vruntime();
+        true
+    }
+
+    /// `update_curr()` (fair.c v7.3.4): charge the running task up to now.
+    pub fn update_curr(&mut self) {
+        let Some(c) = self.cfs.curr else { return };
+        let now = self.now;
+        let se = self.se_mut(c);
+        let delta = now as i64 - se.exec_start as i64;
+        if delta <= 0 {
+            return;
+        }
+        se.exec_start = now;
+        se.sum_exec_runtime += delta as u64;
+        let vdelta = self.delta_fair(delta as u64, c);
+        let se = self.se_mut(c);
+        se.vruntime = se.vruntime.wrapping_add(vdelta);
+        let resched = self.update_deadline(c);
+        if self.cfs.h_nr_queued == 1 {
+            return;
+        }
+        if resched || !self.protect_slice(c) {
+            self.resched_curr_lazy();
+            self.clear_buddies(c);
+        }
+    }
+
+    // ---- placement, enqueue, dequeue (§3.8 – §3.10) ------------------------------------------
+
+    /// `place_entity()` (fair.c v7.3.4).
+    pub fn place_entity(&mut self, t: TaskId, flags: u32) {
+        let vruntime = self.avg_vruntime();
+        let mut nr_queued = self.cfs.h_nr_queued;
+        if !self.se(t).custom_slice {
+            self.se_mut(t).slice = self.p.base_slice;
+        }
+        let mut vslice = self.delta_fair(self.se(t).slice, t);
+        if flags & enq::QUEUED != 0 {
+            nr_queued -= 1;
+        }
+        let mut lag = 0i64;
+        let mut update_zero = false;
+        let vlag = self.se(t).vlag;
+        if self.p.feat(Feature::PLACE_LAG) && nr_queued > 0 && vlag != 0 {
+            lag = vlag;
+            let mut load = self.cfs.sum_weight as i64;
+            if let Some(c) = self.curr_on_rq() {
+                load += self.avg_w(c) as i64;
+            }
+            if load == 0 {
+                load = 1;
+            }
+            let weight = self.avg_w(t) as i64;
+            if self.p.behavior.place_lag_split_div {
+                lag += lag.wrapping_mul(weight) / load;
+            } else {
+                lag = lag.wrapping_mul(load + weight) / load;
+            }
+            if weight > load {
+                update_zero = true;
+            }
+        }
+        let se = self.se_mut(t);
+        se.vruntime = vruntime.wrapping_sub(lag as u64);
+        if update_zero {
+            self.move_v0(-lag);
+        }
+        let (rel, initial) = (self.p.feat(Feature::PLACE_REL_DEADLINE), self.p.feat(Feature::PLACE_DEADLINE_INITIAL));
+        let se = &mut self.ents[t.idx()];
+        if rel && se.rel_deadline {
+            se.deadline = se.deadline.wrapping_add(se.vruntime);
+            se.rel_deadline = false;
+            return;
+        }
+        if initial && flags & enq::INITIAL != 0 {
+            vslice /= 2;
+        }
+        se.deadline = se.vruntime.wrapping_add(vslice);
+    }
+
+    /// `enqueue_task_fair()` for a root-group task (fair.c v7.3.4, spec §3.9).
+    pub fn enqueue_task_fair(&mut self, t: TaskId, flags: u32) {
+        self.update_curr();
+        if flags & enq::DELAYED != 0 {
+            self.requeue_delayed_entity(t);
+            return;
+        }
+        let is_curr = self.cfs.curr == Some(t);
+        if is_curr {
+            self.place_entity(t, flags);
+        }
+        let se = self.se_mut(t);
+        debug_assert!(!se.on_rq);
+        se.on_rq = true;
+        if flags & enq::MIGRATED != 0 {
+            se.exec_start = 0;
+        }
+        let idle = se.policy == Policy::Idle;
+        let delayed = se.sched_delayed;
+        self.cfs.load_weight += self.se(t).load_weight;
+        self.cfs.h_nr_queued += 1;
+        self.cfs.h_nr_idle += u32::from(idle);
+        // A non-wakeup enqueue of a delayed entity (migration) keeps it non-runnable.
+        if flags & enq::WAKEUP != 0 || !delayed {
+            self.cfs.h_nr_runnable += 1;
+        }
+        if !is_curr {
+            self.place_entity(t, flags | enq::QUEUED);
+            self.enqueue_tree(t);
+        }
+    }
+
+    /// `dequeue_entities()`/`dequeue_entity()` for a root task (fair.c v7.3.4, spec §3.10).
+    /// Returns false when DELAY_DEQUEUE keeps the sleeping task queued.
+    pub fn dequeue_task_fair(&mut self, t: TaskId, flags: u32) -> bool {
+        self.clear_buddies(t);
+        self.update_curr();
+        self.update_entity_lag(t);
+        if flags & deq::DELAYED == 0 {
+            let sleep = flags & deq::SLEEP != 0 && flags & deq::SPECIAL == 0;
+            if self.p.feat(Feature::DELAY_DEQUEUE) && sleep && !self.entity_eligible(t) {
+                debug_assert!(!self.se(t).sched_delayed);
+                self.se_mut(t).sched_delayed = true;
+                self.cfs.h_nr_runnable -= 1;
+                return false;
+            }
+        }
+        let se = *self.se(t);
+        self.cfs.load_weight -= se.load_weight;
+        self.cfs.h_nr_queued -= 1;
+        self.cfs.h_nr_idle -= u32::from(se.policy == Policy::Idle);
+        // The kernel subtracts here for SLEEP/DELAYED/non-delayed dequeues and adds one back
+        // below when a delayed task leaves for good (clear_delayed); the net effect is taken
+        // at once so the unsigned count never wraps.
+        if flags & deq::DELAYED == 0 && (flags & deq::SLEEP != 0 || !se.sched_delayed) {
+            self.cfs.h_nr_runnable -= 1;
+        }
+        let rel = self.p.feat(Feature::PLACE_REL_DEADLINE);
+        let se = self.se_mut(t);
+        se.on_rq = false;
+        if flags & deq::SLEEP == 0 && rel {
+            se.deadline = se.deadline.wrapping_sub(se.vruntime);
+            se.rel_deadline = true;
+        }
+        if self.cfs.curr != Some(t) {
+            self.dequeue_tree(t);
+        }
+        if flags & deq::DELAYED != 0 {
+            self.se_mut(t).sched_delayed = false;
+        }
+        true
+    }
+
+    /// `requeue_delayed_entity()` (fair.c v7.3.4): the wakeup of a still-queued delayed task.
+    fn requeue_delayed_entity(&mut self, t: TaskId) {
+        debug_assert!(self.se(t).sched_delayed && self.se(t).on_rq);
+        let replace = if self.p.behavior.lag_clamp == LagClamp::MaxSlicePlusTick {
+            self.update_entity_lag(t)
+        } else {
+            // 6.12: re-place at V only with DELAY_ZERO and a positive fresh lag.
+            let avruntime = self.avg_vruntime();
+            let lag = self.entity_lag(t, avruntime);
+            let re = self.p.feat(Feature::DELAY_ZERO) && lag > 0;
+            if re {
+                self.se_mut(t).vlag = 0;
+            }
+            re
+        };
+        if replace {
+            let is_curr = self.cfs.curr == Some(t);
+            self.cfs.h_nr_queued -= 1;
+            if !is_curr {
+                self.dequeue_tree(t);
+            }
+            self.place_entity(t, 0);
+            if !is_curr {
+                self.enqueue_tree(t);
+            }
+            self.cfs.h_nr_queued += 1;
+        }
+        self.se_mut(t).sched_delayed = false;
+        self.cfs.h_nr_runnable += 1;
+    }
+
+    // ---- buddies ------------------------------------------------------------------------------
+
+    /// `set_next_buddy()` (fair.c v7.3.4).
+    pub fn set_next_buddy(&mut self, t: TaskId) {
+        let se = self.se(t);
+        if !se.on_rq || se.sched_delayed || se.policy == Policy::Idle {
+            return;
+        }
+        self.cfs.next = Some(t);
+    }
+    /// `clear_buddies()` (fair.c v7.3.4).
+    pub fn clear_buddies(&mut self, t: TaskId) {
+        if self.cfs.next == Some(t) {
+            self.cfs.next = None;
+        }
+    }
+    /// `set_preempt_buddy()` (fair.c v7.3.4): keep an existing buddy with an earlier deadline.
+    fn set_preempt_buddy(&mut self, pse: TaskId) -> bool {
+        if let Some(n) = self.cfs.next {
+            if before(self.se(n).deadline, self.se(pse).deadline) {
+                return false;
+            }
+        }
+        self.set_next_buddy(pse);
+        true
+    }
+    /// `set_short_buddy()` (fair.c v7.3.4).
+    fn set_short_buddy(&mut self, pse: TaskId) {
+        if let Some(n) = self.cfs.next {
+            if self.se(n).slice < self.se(pse).slice {
+                return;
+            }
+        }
+        self.set_next_buddy(pse);
+    }
+
+    // ---- context switch (§3.11) --------------------------------------------------------------
+
+    /// `put_prev_task_fair()` (fair.c v7.3.4): curr goes back into the tree if still queued.
+    pub fn put_prev_task_fair(&mut self, t: TaskId) {
+        debug_assert_eq!(self.cfs.curr, Some(t));
+        if self.se(t).on_rq {
+            self.update_curr();
+        }
+        self.cfs.curr = None;
+        if self.se(t).on_rq {
+            self.enqueue_tree(t);
+        }
+    }
+
+    /// `set_next_task_fair()` (fair.c v7.3.4). `first` is false for the save/restore bracket,
+    /// which resets the runtime snapshot but keeps `vprot` and arms no hrtick.
+    pub fn set_next_task_fair(&mut self, t: TaskId, first: bool) {
+        self.clear_buddies(t);
+        if self.se(t).on_rq {
+            self.dequeue_tree(t);
+        }
+        let now = self.now;
+        let se = self.se_mut(t);
+        se.exec_start = now;
+        se.prev_sum_exec_runtime = se.sum_exec_runtime;
+        self.cfs.curr = Some(t);
+        if first && self.se(t).on_rq {
+            self.set_protect_slice(t);
+        }
+    }
+
+    /// `hrtick_start_fair()` (fair.c v7.3.4): the delay to the end of curr's request, if an
+    /// hrtick should be armed; a request already overrun asks for an immediate reschedule.
+    pub fn hrtick_delay(&mut self, t: TaskId) -> Option<u64> {
+        if self.cfs.h_nr_queued <= 1 {
+            return None;
+        }
+        let se = self.se(t);
+        let vdelta = se.deadline.wrapping_sub(se.vruntime);
+        if (vdelta as i64) < 0 {
+            if self.cfs.curr == Some(t) {
+                self.resched_curr();
+            }
+            return None;
+        }
+        let delta = (u128::from(se.h_weight) * u128::from(vdelta) / u128::from(NICE_0_LOAD)) as u64;
+        // hrtick_start(): never closer than 10 µs.
+        Some(delta.max(10_000))
+    }
+
+    // ---- wakeup preemption (§3.13) -----------------------------------------------------------
+
+    /// `wakeup_preempt_fair()` (fair.c v7.3.4; 6.19–7.2 and ≤6.18 forms by
+    /// `WakeupPreemptVariant`): should the woken `pse` preempt `se`, the running task?
+    ///
+    /// `need_resched_full` is whether the running task already has a full reschedule pending;
+    /// `in_task` is false for wakeups from interrupt context (timers, softirq).
+    pub fn wakeup_preempt_fair(&mut self, pse: TaskId, wake_flags: u32, need_resched_full: bool, in_task: bool) -> WakeupVerdict {
+        let Some(se) = self.cfs.curr else {
+            return self.verdict(true, WakeupReason::IdleCurr);
+        };
+        if se == pse {
+            return self.verdict(false, WakeupReason::SameEntity);
+        }
+        match self.p.behavior.wakeup_preempt {
+            WakeupPreemptVariant::V7_3 => self.wakeup_preempt_v7_3(se, pse, wake_flags, need_resched_full, in_task),
+            WakeupPreemptVariant::V7_2 => self.wakeup_preempt_v7_2(se, pse, wake_flags, need_resched_full, in_task),
+            WakeupPreemptVariant::V6_18 => self.wakeup_preempt_v6_18(se, pse, wake_flags, need_resched_full),
+        }
+    }
+
+    fn verdict(&self, preempt: bool, reason: WakeupReason) -> WakeupVerdict {
+        WakeupVerdict { preempt, reason }
+    }
+
+    fn wakeup_preempt_v7_3(&mut self, se: TaskId, pse: TaskId, wake_flags: u32, need_resched_full: bool, in_task: bool) -> WakeupVerdict {
+        if !self.p.feat(Feature::PREEMPT_SHORT) && need_resched_full {
+            return self.verdict(false, WakeupReason::NeedReschedPending);
+        }
+        if !self.p.feat(Feature::WAKEUP_PREEMPTION) {
+            return self.verdict(false, WakeupReason::NoWakeupPreemption);
+        }
+        let mut action = Action::Pick;
+        let cse_idle = self.se(se).policy == Policy::Idle;
+        let pse_idle = self.se(pse).policy == Policy::Idle;
+        if cse_idle && !pse_idle {
+            return self.preempt_v7_3(se, pse, action, WakeupReason::IdleCurr);
+        }
+        self.update_curr();
+        let update_reason = if cse_idle != pse_idle {
+            Some(WakeupReason::IdleMismatch)
+        } else if self.se(pse).policy != Policy::Normal {
+            Some(WakeupReason::NotNormalPolicy)
+        } else if self.se(pse).sched_delayed {
+            Some(WakeupReason::WakeeDelayed)
+        } else {
+            None
+        };
+        if let Some(reason) = update_reason {
+            return self.update_v7_3(se, reason);
+        }
+        if self.p.feat(Feature::PREEMPT_SHORT) && self.se(pse).slice < self.se(se).slice {
+            action = Action::Short;
+        } else {
+            if wake_flags & wf::FORK != 0 {
+                return self.update_v7_3(se, WakeupReason::Fork);
+            }
+            if self.p.behavior.force_wakeup_preempt && in_task && !self.entity_eligible(se) {
+                return self.preempt_v7_3(se, pse, Action::Resched, WakeupReason::ForcedWakerIneligible);
+            }
+            if self.p.feat(Feature::NEXT_BUDDY) && self.set_preempt_buddy(pse) && wake_flags & wf::SYNC != 0 {
+                action = self.preempt_sync(wake_flags, pse, se);
+            }
+            match action {
+                Action::None => return self.verdict(false, WakeupReason::PreemptSyncNone),
+                Action::Resched => return self.preempt_v7_3(se, pse, action, WakeupReason::PreemptSyncResched),
+                _ => {}
+            }
+        }
+        if self.cfs.h_nr_queued > 0 && self.pick_next_entity(action != Action::Short) == Some(pse) {
+            return self.preempt_v7_3(se, pse, action, WakeupReason::PickedWakee);
+        }
+        if action == Action::Short && self.entity_eligible(pse) {
+            return self.preempt_v7_3(se, pse, action, WakeupReason::ShortEligible);
+        }
+        self.update_v7_3(se, WakeupReason::PickedOther)
+    }
+
+    fn update_v7_3(&mut self, se: TaskId, reason: WakeupReason) -> WakeupVerdict {
+        if self.p.feat(Feature::RUN_TO_PARITY) {
+            self.update_protect_slice(se);
+        }
+        self.verdict(false, reason)
+    }
+
+    fn preempt_v7_3(&mut self, se: TaskId, pse: TaskId, action: Action, reason: WakeupReason) -> WakeupVerdict {
+        self.cancel_protect_slice(se);
+        if action == Action::Short {
+            self.set_short_buddy(pse);
+        }
+        self.resched_curr_lazy();
+        self.verdict(true, reason)
+    }
+
+    /// 6.19 – 7.2 (spec §3.13.4).
+    fn wakeup_preempt_v7_2(&mut self, se: TaskId, pse: TaskId, wake_flags: u32, need_resched_full: bool, in_task: bool) -> WakeupVerdict {
+        if need_resched_full {
+            return self.verdict(false, WakeupReason::NeedReschedPending);
+        }
+        if !self.p.feat(Feature::WAKEUP_PREEMPTION) {
+            return self.verdict(false, WakeupReason::NoWakeupPreemption);
+        }
+        let cse_idle = self.se(se).policy == Policy::Idle;
+        let pse_idle = self.se(pse).policy == Policy::Idle;
+        if cse_idle && !pse_idle {
+            return self.preempt_v7_2(se, Action::Short, WakeupReason::IdleCurr);
+        }
+        if cse_idle != pse_idle {
+            return self.verdict(false, WakeupReason::IdleMismatch);
+        }
+        if self.se(pse).policy != Policy::Normal {
+            return self.verdict(false, WakeupReason::NotNormalPolicy);
+        }
+        self.update_curr();
+        let mut action = Action::Pick;
+        if self.p.feat(Feature::PREEMPT_SHORT) && self.se(pse).slice < self.se(se).slice {
+            action = Action::Short;
+        } else {
+            if wake_flags & wf::FORK != 0 {
+                return self.verdict(false, WakeupReason::Fork);
+            }
+            if self.se(pse).sched_delayed {
+                return self.verdict(false, WakeupReason::WakeeDelayed);
+            }
+            if self.p.behavior.force_wakeup_preempt && in_task && !self.entity_eligible(se) {
+                return self.preempt_v7_2(se, Action::Resched, WakeupReason::ForcedWakerIneligible);
+            }
+            if self.p.feat(Feature::NEXT_BUDDY) && self.set_preempt_buddy(pse) && wake_flags & wf::SYNC != 0 {
+                action = self.preempt_sync(wake_flags, pse, se);
+            }
+            match action {
+                Action::None => return self.verdict(false, WakeupReason::PreemptSyncNone),
+                Action::Resched => return self.preempt_v7_2(se, action, WakeupReason::PreemptSyncResched),
+                _ => {}
+            }
+        }
+        if self.cfs.h_nr_queued > 0 && self.pick_next_entity(action != Action::Short) == Some(pse) {
+            return self.preempt_v7_2(se, action, WakeupReason::PickedWakee);
+        }
+        if self.p.feat(Feature::RUN_TO_PARITY) {
+            self.update_protect_slice(se);
+        }
+        self.verdict(false, WakeupReason::PickedOther)
+    }
+
+    fn preempt_v7_2(&mut self, se: TaskId, action: Action, reason: WakeupReason) -> WakeupVerdict {
+        if action == Action::Short {
+            self.cancel_protect_slice(se);
+            self.clear_buddies(se);
+        }
+        self.resched_curr_lazy();
+        self.verdict(true, reason)
+    }
+
+    /// ≤ 6.18 (spec §6.1 "OFF"): NEXT_BUDDY nominates unconditionally and never decides.
+    fn wakeup_preempt_v6_18(&mut self, se: TaskId, pse: TaskId, wake_flags: u32, need_resched_full: bool) -> WakeupVerdict {
+        if self.p.feat(Feature::NEXT_BUDDY) && wake_flags & wf::FORK == 0 && !self.se(pse).sched_delayed {
+            self.set_next_buddy(pse);
+        }
+        if need_resched_full {
+            return self.verdict(false, WakeupReason::NeedReschedPending);
+        }
+        if !self.p.feat(Feature::WAKEUP_PREEMPTION) {
+            return self.verdict(false, WakeupReason::NoWakeupPreemption);
+        }
+        let cse_idle = self.se(se).policy == Policy::Idle;
+        let pse_idle = self.se(pse).policy == Policy::Idle;
+        if cse_idle && !pse_idle {
+            self.cancel_protect_slice(se);
+            self.resched_curr_lazy();
+            return self.verdict(true, WakeupReason::IdleCurr);
+        }
+        if cse_idle != pse_idle {
+            return self.verdict(false, WakeupReason::IdleMismatch);
+        }
+        if self.se(pse).policy != Policy::Normal {
+            return self.verdict(false, WakeupReason::NotNormalPolicy);
+        }
+        self.update_curr();
+        let short = self.p.feat(Feature::PREEMPT_SHORT) && self.se(pse).slice < self.se(se).slice;
+        if self.pick_eevdf(!short) == Some(pse) {
+            if short {
+                self.cancel_protect_slice(se);
+            }
+            self.resched_curr_lazy();
+            return self.verdict(true, WakeupReason::PickedWakee);
+        }
+        if self.p.feat(Feature::RUN_TO_PARITY) && short {
+            self.update_protect_slice(se);
+        }
+        self.verdict(false, WakeupReason::PickedOther)
+    }
+
+    /// `preempt_sync()` (fair.c v7.3.4), or with the runtime fix of spec §6.3.
+    fn preempt_sync(&self, wake_flags: u32, pse: TaskId, se: TaskId) -> Action {
+        let mut threshold = self.p.migration_cost;
+        let s = self.se(se);
+        let delta = if self.p.behavior.preempt_sync_runtime_fix {
+            s.sum_exec_runtime - s.prev_sum_exec_runtime
+        } else {
+            // Always 0 here: update_curr() has just set exec_start to the clock.
+            (self.now as i64 - s.exec_start as i64).max(0) as u64
+        };
+        if wake_flags & wf::RQ_SELECTED != 0 {
+            threshold >>= 2;
+        }
+        if before(self.se(pse).deadline, s.deadline) && delta >= threshold {
+            Action::Resched
+        } else {
+            Action::None
+        }
+    }
+
+    // ---- yield and reweight (§3.16, §3.17) ---------------------------------------------------
+
+    /// `yield_task_fair()` (fair.c v7.3.4): an eligible task forfeits the rest of its request.
+    pub fn yield_task_fair(&mut self, t: TaskId) {
+        if self.cfs.h_nr_queued == 1 {
+            return;
+        }
+        self.clear_buddies(t);
+        self.update_curr();
+        if self.entity_eligible(t) {
+            let se = self.se_mut(t);
+            se.vruntime = se.deadline;
+            self.update_deadline(t);
+        }
+    }
+
+    /// `reweight_eevdf()` with `queued = false` (fair.c v7.3.4): rescale the saved lag and a
+    /// relative deadline to a new weight (the running and queued cases go through the
+    /// save/restore bracket in the engine).
+    pub fn reweight_dequeued(&mut self, t: TaskId, w_new: u64) {
+        let se = self.se_mut(t);
+        debug_assert!(!se.on_rq || !se.in_tree);
+        if se.h_weight == w_new {
+            return;
+        }
+        let w_old = se.h_weight as i64;
+        se.vlag = (i128::from(se.vlag) * i128::from(w_old) / i128::from(w_new)) as i64;
+        if se.rel_deadline {
+            se.deadline = ((i128::from(se.deadline as i64) * i128::from(w_old)) / i128::from(w_new)) as i64 as u64;
+        }
+        se.h_weight = w_new;
+        se.load_weight = w_new;
+    }
+
+    /// `prio_changed_fair()` (fair.c v7.3.4) after a nice change of a queued task.
+    pub fn prio_changed_fair(&mut self, t: TaskId, weight_lowered: bool, need_resched_full: bool) {
+        if !self.se(t).on_rq || self.cfs.h_nr_queued == 1 {
+            return;
+        }
+        if self.cfs.curr == Some(t) {
+            if weight_lowered {
+                self.resched_curr();
+            }
+        } else {
+            self.wakeup_preempt_fair(t, 0, need_resched_full, true);
+        }
+    }
+}
+
+/// `min_vruntime()` helper (fair.c v7.3.4): the earlier of two wrapping virtual times.
+#[inline]
+pub fn vmin(a: u64, b: u64) -> u64 {
+    if before(b, a) { b } else { a }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,352 @@
+//! The spec's worked examples (kernel-fair.md §3.18, §6.2) and hand-computed scenarios, on a
+//! bare runqueue.
+
+use super::*;
+use crate::config::{SchedConfig, WakeupPreemptVariant};
+
+/// A runqueue with entities, parameters for an 8-CPU machine (base slice 2.8 ms) and a clock.
+struct Rig {
+    cfs: CfsRq,
+    ents: Vec<SchedEntity>,
+    params: FairParams,
+    now: u64,
+}
+
+const A: TaskId = TaskId(0);
+const B: TaskId = TaskId(1);
+const C: TaskId = TaskId(2);
+
+impl Rig {
+    fn new(cfg: SchedConfig) -> Rig {
+        let params = FairParams::new(&cfg, 8);
+        assert_eq!(params.base_slice, 2_800_000);
+        let ents = (0..4).map(|_| SchedEntity::new(Policy::Normal, 0, None)).collect();
+        Rig { cfs: CfsRq::default(), ents, params, now: 1_000_000_000 }
+    }
+    fn v7_3() -> Rig {
+        Rig::new(SchedConfig::v7_3())
+    }
+    fn f(&mut self) -> Fair<'_> {
+        Fair::new(&mut self.cfs, &mut self.ents, &self.params, self.now)
+    }
+    /// Enqueues a waking task with saved lag `vlag`.
+    fn wake(&mut self, t: TaskId, vlag: i64) -> Resched {
+        self.ents[t.idx()].vlag = vlag;
+        let mut f = self.f();
+        f.enqueue_task_fair(t, enq::WAKEUP);
+        f.resched
+    }
+    /// Switches `t` in as the running task.
+    fn run(&mut self, t: TaskId) {
+        let mut f = self.f();
+        if let Some(c) = f.cfs.curr {
+            f.put_prev_task_fair(c);
+        }
+        f.set_next_task_fair(t, true);
+    }
+    fn advance(&mut self, ns: u64) -> Resched {
+        self.now += ns;
+        let mut f = self.f();
+        f.update_curr();
+        f.resched
+    }
+    fn v(&mut self) -> u64 {
+        self.f().avg_vruntime()
+    }
+    fn lag(&mut self, t: TaskId) -> i64 {
+        let v = self.v();
+        v.wrapping_sub(self.ents[t.idx()].vruntime) as i64
+    }
+    fn preempt(&mut self, t: TaskId, flags: u32) -> WakeupVerdict {
+        self.f().wakeup_preempt_fair(t, flags, false, true)
+    }
+}
+
+#[test]
+fn new_task_gets_half_a_slice() {
+    let mut r = Rig::v7_3();
+    let v = r.v();
+    r.f().enqueue_task_fair(A, enq::INITIAL);
+    assert_eq!(r.ents[0].vruntime, v);
+    assert_eq!(r.ents[0].deadline, v.wrapping_add(1_400_000));
+}
+
+/// §3.18 example 2: lag inflation.
+#[test]
+fn lag_inflation_preserves_the_stored_lag() {
+    let mut r = Rig::v7_3();
+    r.wake(A, 0);
+    r.wake(B, 0);
+    let v = r.v();
+    r.wake(C, 1_000_000);
+    assert_eq!(r.ents[2].vruntime, v.wrapping_sub(1_500_000));
+    assert_eq!(r.v(), v.wrapping_sub(500_000));
+    assert_eq!(r.lag(C), 1_000_000);
+}
+
+/// §3.18 example 3(a): a zero-lag wakee does not preempt a protected, eligible curr.
+#[test]
+fn run_to_parity_protects_an_eligible_curr() {
+    let mut r = Rig::v7_3();
+    r.wake(A, 0);
+    r.run(A);
+    assert_eq!(r.ents[0].vprot, r.ents[0].deadline);
+    r.advance(100_000);
+    r.wake(B, 0);
+    assert_eq!(r.ents[1].vruntime, r.ents[0].vruntime, "B sits at V = vA");
+    let verdict = r.preempt(B, wf::TTWU);
+    assert_eq!(verdict, WakeupVerdict { preempt: false, reason: WakeupReason::PickedOther });
+    assert_eq!(r.ents[0].vprot, r.ents[0].deadline, "update_protect_slice leaves vprot");
+    // A keeps the CPU until its request is used up, noticed at an update_curr.
+    assert_eq!(r.advance(2_000_000), Resched::None);
+    assert_eq!(r.advance(700_000), Resched::Lazy);
+}
+
+/// §3.18 example 3(b): a wakee with positive lag makes curr ineligible and preempts.
+#[test]
+fn positive_lag_wakee_preempts() {
+    let mut r = Rig::v7_3();
+    r.wake(A, 0);
+    r.run(A);
+    r.advance(100_000);
+    let va = r.ents[0].vruntime;
+    r.wake(B, 300_000);
+    assert_eq!(r.ents[1].vruntime, va.wrapping_sub(600_000), "placed at vA - 2l");
+    assert_eq!(r.v(), va.wrapping_sub(300_000));
+    assert!(!r.f().entity_eligible(A));
+    let verdict = r.preempt(B, wf::TTWU);
+    assert_eq!(verdict, WakeupVerdict { preempt: true, reason: WakeupReason::PickedWakee });
+    assert_eq!(r.f().cfs.curr, Some(A));
+    assert_eq!(r.ents[0].vprot, r.ents[0].vruntime, "protection cancelled");
+}
+
+/// §3.18 example 3(c): the probe returns a third entity, so there is no preemption, and the
+/// ineligible curr runs on until its deadline.
+#[test]
+fn probe_returning_a_third_entity_does_not_preempt() {
+    let mut r = Rig::v7_3();
+    r.wake(A, 0);
+    r.wake(C, 0);
+    r.run(A);
+    assert_eq!(r.advance(1_000_000), Resched::None);
+    assert!(!r.f().entity_eligible(A));
+    r.wake(B, 0);
+    let verdict = r.preempt(B, wf::TTWU);
+    assert_eq!(verdict, WakeupVerdict { preempt: false, reason: WakeupReason::PickedOther });
+    assert_eq!(r.f().pick_eevdf(true), Some(C), "an ineligible curr is dropped despite its protection");
+    // Parity is not an event: A runs on until its deadline is noticed.
+    assert_eq!(r.advance(1_700_000), Resched::None);
+    assert_eq!(r.advance(200_000), Resched::Lazy);
+}
+
+/// §3.18 example 3(d): a shorter custom slice ignores protection; 7.3 preempts whenever the
+/// wakee is eligible, 7.2 only if the unprotected pick returns it.
+#[test]
+fn shorter_slice_wakee_ignores_protection() {
+    for (variant, expect) in [(WakeupPreemptVariant::V7_3, true), (WakeupPreemptVariant::V7_2, false)] {
+        let mut cfg = SchedConfig::v7_3();
+        cfg.behavior.wakeup_preempt = variant;
+        let mut r = Rig::new(cfg);
+        r.ents[1] = SchedEntity::new(Policy::Normal, 0, Some(1_000_000));
+        r.wake(A, 0);
+        r.run(A);
+        // Less than 1 ms of A's request is left: its deadline is before B's V + 1 ms.
+        r.advance(2_000_000);
+        r.wake(B, 0);
+        let verdict = r.preempt(B, wf::TTWU);
+        assert_eq!(verdict.preempt, expect, "{variant:?}: {verdict:?}");
+    }
+    // With more than 1 ms left, both preempt because the pick returns B.
+    for variant in [WakeupPreemptVariant::V7_3, WakeupPreemptVariant::V7_2] {
+        let mut cfg = SchedConfig::v7_3();
+        cfg.behavior.wakeup_preempt = variant;
+        let mut r = Rig::new(cfg);
+        r.ents[1] = SchedEntity::new(Policy::Normal, 0, Some(1_000_000));
+        r.wake(A, 0);
+        r.run(A);
+        r.advance(100_000);
+        r.wake(B, 0);
+        assert_eq!(r.preempt(B, wf::TTWU), WakeupVerdict { preempt: true, reason: WakeupReason::PickedWakee });
+    }
+}
+
+/// §3.18 example 5: equal vruntimes are both eligible; curr only wins with a strictly earlier
+/// deadline.
+#[test]
+fn eligibility_at_equality() {
+    let mut r = Rig::v7_3();
+    r.wake(A, 0);
+    r.wake(B, 0);
+    assert_eq!(r.ents[0].vruntime, r.ents[1].vruntime);
+    assert!(r.f().entity_eligible(A) && r.f().entity_eligible(B));
+    // FIFO among equal deadlines in the tree.
+    assert_eq!(r.f().pick_eevdf(false), Some(A));
+    r.run(B);
+    // Equal deadline: a tree entity beats curr when protection is not asked for.
+    assert_eq!(r.ents[0].deadline, r.ents[1].deadline);
+    assert_eq!(r.f().pick_eevdf(false), Some(A));
+    assert_eq!(r.f().pick_eevdf(true), Some(B), "protected curr");
+}
+
+/// §6.2: A and B wake with lag 0, A runs and wakes C. With forced wakeup preemption the
+/// ineligible waker is rescheduled, and the pick then chooses B, not C.
+#[test]
+fn force_wakeup_preemption_picks_b_not_c() {
+    let mut cfg = SchedConfig::v7_3();
+    cfg.behavior.force_wakeup_preempt = true;
+    for variant in [WakeupPreemptVariant::V7_3, WakeupPreemptVariant::V7_2] {
+        cfg.behavior.wakeup_preempt = variant;
+        let mut r = Rig::new(cfg.clone());
+        r.wake(A, 0);
+        r.wake(B, 0);
+        r.run(A);
+        r.advance(50_000);
+        r.wake(C, 0);
+        let verdict = r.preempt(C, wf::TTWU);
+        assert_eq!(verdict, WakeupVerdict { preempt: true, reason: WakeupReason::ForcedWakerIneligible });
+        assert_eq!(r.f().pick_next_entity(true), Some(B), "{variant:?}");
+    }
+    // Without it (every released kernel) the waker keeps running.
+    let mut r = Rig::v7_3();
+    r.wake(A, 0);
+    r.wake(B, 0);
+    r.run(A);
+    r.advance(50_000);
+    r.wake(C, 0);
+    assert_eq!(r.preempt(C, wf::TTWU), WakeupVerdict { preempt: false, reason: WakeupReason::PickedOther });
+    // Interrupt-context wakeups were never forced.
+    let mut r = Rig::new(cfg);
+    r.wake(A, 0);
+    r.wake(B, 0);
+    r.run(A);
+    r.advance(50_000);
+    r.wake(C, 0);
+    assert!(!r.f().wakeup_preempt_fair(C, wf::TTWU, false, false).preempt);
+}
+
+/// §6.3: `preempt_sync` can never reschedule as merged (it measures 0 ns); with the runtime
+/// fix it does once the waker ran ≥ 125 µs (WF_RQ_SELECTED) and the wakee's deadline is earlier.
+#[test]
+fn preempt_sync_runtime_fix() {
+    for (fix, expect) in [(false, WakeupReason::PreemptSyncNone), (true, WakeupReason::PreemptSyncResched)] {
+        let mut cfg = SchedConfig::v7_3();
+        cfg.features.set(Feature::NEXT_BUDDY, true);
+        cfg.behavior.preempt_sync_runtime_fix = fix;
+        let mut r = Rig::new(cfg);
+        r.wake(A, 0);
+        r.run(A);
+        r.advance(200_000);
+        r.wake(B, 1_000_000);
+        let verdict = r.preempt(B, wf::TTWU | wf::SYNC | wf::RQ_SELECTED);
+        assert_eq!(verdict.reason, expect, "fix={fix}");
+        assert_eq!(verdict.preempt, fix);
+        assert_eq!(r.f().cfs.next, Some(B), "the wakee became the buddy");
+    }
+}
+
+/// NEXT_BUDDY with a non-sync wakeup: an eligible buddy wins the probe.
+#[test]
+fn next_buddy_nonsync_preempts_when_eligible() {
+    let mut cfg = SchedConfig::v7_3();
+    cfg.features.set(Feature::NEXT_BUDDY, true);
+    let mut r = Rig::new(cfg);
+    r.wake(A, 0);
+    r.run(A);
+    r.advance(100_000);
+    r.wake(B, 0);
+    assert_eq!(r.preempt(B, wf::TTWU), WakeupVerdict { preempt: true, reason: WakeupReason::PickedWakee });
+}
+
+/// DELAY_DEQUEUE: an ineligible sleeper stays queued, a pick removes it for good with its lag
+/// clipped to zero, and a wakeup before that requeues it in place.
+#[test]
+fn delayed_dequeue_lifecycle() {
+    let mut r = Rig::v7_3();
+    r.wake(A, 0);
+    r.wake(B, 0);
+    r.run(A);
+    r.advance(1_000_000);
+    assert!(!r.f().entity_eligible(A));
+    assert!(!r.f().dequeue_task_fair(A, deq::SLEEP), "kept as delayed");
+    assert!(r.ents[0].sched_delayed && r.ents[0].on_rq);
+    assert_eq!((r.cfs.h_nr_queued, r.cfs.h_nr_runnable), (2, 1));
+    // Switch to B: A goes back into the tree, still delayed.
+    r.run(B);
+    assert!(r.ents[0].in_tree);
+    // A wakes while still ineligible: its lag only moved towards zero, so the clamp does
+    // not bite and vruntime and the old deadline are kept.
+    r.advance(200_000);
+    let (v_before, d_before) = (r.ents[0].vruntime, r.ents[0].deadline);
+    assert!(!r.f().entity_eligible(A));
+    r.f().enqueue_task_fair(A, enq::DELAYED);
+    assert!(!r.ents[0].sched_delayed);
+    assert_eq!((r.cfs.h_nr_queued, r.cfs.h_nr_runnable), (2, 2));
+    assert_eq!((r.ents[0].vruntime, r.ents[0].deadline), (v_before, d_before));
+    // Sleep again; this time B runs until A has positive lag. DELAY_ZERO clips that lag to
+    // zero on the wakeup, so A is re-placed with zero lag and a fresh request. The placement
+    // takes V with A already out of the tree, i.e. V of B alone: B's vruntime.
+    assert!(!r.f().dequeue_task_fair(A, deq::SLEEP));
+    r.advance(3_000_000);
+    assert!(r.f().entity_eligible(A));
+    r.f().enqueue_task_fair(A, enq::DELAYED);
+    let vb = r.ents[1].vruntime;
+    assert_eq!(r.ents[0].vruntime, vb);
+    assert_eq!(r.ents[0].deadline, vb.wrapping_add(2_800_000));
+}
+
+/// Picking a delayed entity dequeues it (DEQUEUE_DELAYED) with lag ≤ 0 and retries.
+#[test]
+fn picking_a_delayed_entity_drains_it() {
+    let mut r = Rig::v7_3();
+    r.wake(A, 0);
+    r.wake(B, 0);
+    r.run(A);
+    r.advance(1_000_000);
+    assert!(!r.f().dequeue_task_fair(A, deq::SLEEP));
+    {
+        let mut f = r.f();
+        f.put_prev_task_fair(A);
+    }
+    // B is picked (A is ineligible); then B runs far ahead so A becomes the EEVDF pick.
+    assert_eq!(r.f().pick_next_entity(true), Some(B));
+    r.f().set_next_task_fair(B, true);
+    r.advance(5_000_000);
+    let picked = r.f().pick_next_entity(true);
+    assert_eq!(picked, Some(B), "A was picked, drained, and the pick retried");
+    assert!(!r.ents[0].on_rq && !r.ents[0].sched_delayed);
+    assert_eq!(r.ents[0].vlag, 0, "DELAY_ZERO: eligible when picked, leaves with lag 0");
+    assert_eq!((r.cfs.h_nr_queued, r.cfs.h_nr_runnable), (1, 1));
+}
+
+/// Yield: an eligible task jumps to its deadline and gets a new request.
+#[test]
+fn yield_forfeits_the_request() {
+    let mut r = Rig::v7_3();
+    r.wake(A, 0);
+    r.wake(B, 0);
+    r.run(A);
+    let d = r.ents[0].deadline;
+    r.f().yield_task_fair(A);
+    assert_eq!(r.ents[0].vruntime, d);
+    assert_eq!(r.ents[0].deadline, d.wrapping_add(2_800_000));
+}
+
+/// Reweight of a sleeping task rescales its lag so that w·vlag is preserved.
+#[test]
+fn reweight_preserves_weighted_lag() {
+    let mut r = Rig::v7_3();
+    r.ents[0].vlag = 1_024_000;
+    r.f().reweight_dequeued(A, weight::nice_to_weight(-5));
+    assert_eq!(r.ents[0].vlag, 1_024_000 * 1024 / 3121);
+}
+
+/// The lag clamp is one max slice plus a tick, in virtual time.
+#[test]
+fn lag_is_clamped() {
+    let mut r = Rig::v7_3();
+    r.wake(A, 0);
+    r.wake(B, 0);
+    let v = r.v();
+    assert_eq!(r.f().entity_lag(A, v.wrapping_add(100_000_000)), 2_800_000 + 4_000_000);
+    assert_eq!(r.f().entity_lag(A, v.wrapping_sub(100_000_000)), -(2_800_000 + 4_000_000));
+}

@@ -1,0 +1,105 @@
+//! Tasks: identity, core scheduler state (`task_struct` fields outside the entity), program
+//! position and per-task statistics named as `/proc/<pid>/sched` names them.
+
+use crate::stats::CompactHistogram;
+
+/// Index of a task in the simulation (dense, stable for the whole run).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TaskId(pub u32);
+
+impl TaskId {
+    #[inline]
+    pub fn idx(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// The scheduler-visible state of a task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskState {
+    /// Created but not yet forked into the simulation.
+    New,
+    /// Queued or running (`TASK_RUNNING`).
+    Running,
+    /// Asleep (`TASK_INTERRUPTIBLE`); may still be queued as a delayed entity.
+    Blocked,
+    /// A wakeup is in flight on a remote CPU's wake list.
+    Waking,
+    Dead,
+}
+
+/// What the task is doing with the CPU time it gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Fetch the next instruction.
+    Next,
+    /// User-mode computation with this much CPU time left.
+    User { remaining: u64 },
+    /// Kernel-mode work with this much CPU time left, then `then`.
+    Kernel { remaining: u64, then: AfterKernel },
+}
+
+/// What a kernel-mode stretch ends in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AfterKernel {
+    /// Return to user mode (e.g. after a context switch, or a syscall that does not block).
+    Return,
+    /// Block in an hrtimer sleep that expires in `[soft, soft + slack]`.
+    Sleep { soft: u64 },
+    /// `sched_yield()`.
+    Yield,
+    /// `do_exit()`.
+    Exit,
+    /// Change nice, then return.
+    SetNice { nice: i32 },
+}
+
+/// Per-task counters (`/proc/<pid>/sched` names).
+#[derive(Clone, Debug, Default)]
+pub struct TaskStats {
+    pub nr_switches: u64,
+    pub nr_voluntary_switches: u64,
+    pub nr_involuntary_switches: u64,
+    pub nr_migrations: u64,
+    pub nr_wakeups: u64,
+    pub nr_wakeups_sync: u64,
+    pub nr_wakeups_local: u64,
+    pub nr_wakeups_remote: u64,
+    pub nr_wakeups_migrate: u64,
+    pub nr_wakeup_preemptions: u64,
+    pub wakeup_latency: CompactHistogram,
+}
+
+/// A simulated task.
+#[derive(Clone, Debug)]
+pub struct Task {
+    pub pid: u32,
+    pub comm: String,
+    pub nice: i32,
+    pub spec: u32,
+    pub state: TaskState,
+    /// `task_cpu(p)`.
+    pub cpu: u32,
+    /// `p->cpus_mask` as a sorted list, and its length `nr_cpus_allowed`.
+    pub allowed: Vec<u32>,
+    pub pc: u32,
+    pub step: Step,
+    pub loop_counters: Vec<u32>,
+    pub timer_next: Vec<Option<u64>>,
+    /// Bumped whenever a pending hrtimer of this task is cancelled or consumed.
+    pub timer_gen: u32,
+    /// When the last wakeup started (`sched_waking`), until the task runs.
+    pub waking_since: Option<u64>,
+    /// `p->last_wakee`, `p->wakee_flips`, `p->wakee_flip_decay_ts` (jiffies), `recent_used_cpu`.
+    pub last_wakee: Option<TaskId>,
+    pub wakee_flips: u32,
+    pub wakee_flip_decay_ts: u64,
+    pub recent_used_cpu: u32,
+    pub stats: TaskStats,
+}
+
+impl Task {
+    pub fn allows(&self, cpu: u32) -> bool {
+        self.allowed.binary_search(&cpu).is_ok()
+    }
+}
