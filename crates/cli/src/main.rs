@@ -1,1 +1,99 @@
-fn main() {}
+//! The `schedlab` binary: argument parsing and dispatch only. Exit codes: 0 success, 2 bad
+//! input (the message names the file, line and field), 1 internal error.
+
+mod args;
+mod bench;
+mod run;
+mod setup;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use sim::config::SchedConfig;
+use sim::features::Feature;
+use sim::topology::Topology;
+
+use args::{Cli, Command, FeaturesArgs, TopologyCommand};
+use setup::{UserError, user};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Run(a) => run::run(a),
+        Command::Features(a) => features(a),
+        Command::Bench(a) => bench::bench(a),
+        Command::Topology { command } => topology(command),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.downcast_ref::<UserError>().is_some() => {
+            eprintln!("schedlab: {e}");
+            ExitCode::from(2)
+        }
+        Err(e) if e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) => {
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("schedlab: internal error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn features(a: &FeaturesArgs) -> anyhow::Result<()> {
+    let Some(mut cfg) = SchedConfig::preset(&a.kernel) else {
+        return user(format!(
+            "--kernel: unknown kernel preset `{}` (known: {})",
+            a.kernel,
+            SchedConfig::PRESETS.join(", ")
+        ));
+    };
+    if let Some(list) = &a.features
+        && let Err(e) = cfg.features.apply_list(list)
+    {
+        return user(format!("--features: {e}"));
+    }
+    if a.verbose {
+        for &f in Feature::ALL {
+            let name = if cfg.features.has(f) { f.name().to_string() } else { format!("NO_{}", f.name()) };
+            println!("{name:<28} {}", f.doc());
+        }
+    } else {
+        println!("{}", cfg.features);
+    }
+    Ok(())
+}
+
+fn topology(c: &TopologyCommand) -> anyhow::Result<()> {
+    match c {
+        TopologyCommand::List => {
+            for t in Topology::presets() {
+                println!("{:<16} {:>4} CPUs  {}", t.name, t.nr_cpus(), t.description);
+            }
+            println!("{:<16} {:>4}       N identical CPUs sharing one cache", "smp:N", "N");
+            Ok(())
+        }
+        TopologyCommand::Show { name } => {
+            let args = args::SimArgs {
+                topology: name.clone(),
+                kernel: "v7.3".into(),
+                features: None,
+                sysctl: vec![],
+                preempt: None,
+                hz: None,
+                cost: vec![],
+                seed: 1,
+                cpus: None,
+            };
+            print!("{}", setup::topology(&args)?.render());
+            Ok(())
+        }
+        TopologyCommand::Host => match machine::host_topology() {
+            Ok(t) => {
+                print!("{}", t.render());
+                Ok(())
+            }
+            Err(e) => user(format!("topology host: {e}")),
+        },
+    }
+}

@@ -91,13 +91,9 @@ impl Sysctls {
             }
             _ => return Err(ConfigError::UnknownSysctl(key.to_string())),
         }
-        if key == "base_slice_ns" && !(100_000..=100_000_000).contains(&self.base_slice(1)) {
-            // debugfs accepts any value, but the kernel clamps custom slices to this range and
-            // a slice outside it only makes sense as a deliberate experiment; keep it but do
-            // not let zero through, which would make every request end at once.
-            if self.base_slice(1) == 0 {
-                return Err(ConfigError::BadValue { key: key.into(), value: value.into(), expected: "a positive slice" });
-            }
+        // debugfs accepts any value; zero would end every request at once and stall the model.
+        if self.base_slice_ns == Some(0) {
+            return Err(ConfigError::BadValue { key: key.into(), value: value.into(), expected: "a positive slice" });
         }
         Ok(())
     }
@@ -233,6 +229,17 @@ impl SchedConfig {
             preempt: PreemptModel::Lazy,
         }
     }
+    /// The kernel presets this build knows (more come with the lab's version history).
+    pub const PRESETS: &'static [&'static str] = &["v7.3"];
+
+    /// A kernel preset by name (`v7.3`, also accepted as `7.3` or `v7.3.4`).
+    pub fn preset(name: &str) -> Option<SchedConfig> {
+        match name.trim_start_matches('v') {
+            "7.3" | "7.3.4" => Some(SchedConfig::v7_3()),
+            _ => None,
+        }
+    }
+
     /// `TICK_NSEC`: `(NSEC_PER_SEC + HZ/2) / HZ`.
     pub fn tick_nsec(&self) -> u64 {
         (1_000_000_000 + u64::from(self.hz) / 2) / u64::from(self.hz)

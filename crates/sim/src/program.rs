@@ -60,15 +60,11 @@ impl TaskSpec {
         }
         for (i, op) in self.ops.iter().enumerate() {
             match *op {
-                Op::Loop { target, slot, count } => {
-                    if target as usize > i || slot >= self.nr_slots || count == 0 {
-                        return Err(format!("task `{}`: bad loop at op {i}", self.comm));
-                    }
+                Op::Loop { target, slot, count } if (target as usize > i || slot >= self.nr_slots || count == 0) => {
+                    return Err(format!("task `{}`: bad loop at op {i}", self.comm));
                 }
-                Op::Timer { slot, period_ns, .. } => {
-                    if slot >= self.nr_timers || period_ns == 0 {
-                        return Err(format!("task `{}`: bad timer at op {i}", self.comm));
-                    }
+                Op::Timer { slot, period_ns, .. } if (slot >= self.nr_timers || period_ns == 0) => {
+                    return Err(format!("task `{}`: bad timer at op {i}", self.comm));
                 }
                 Op::SetNice { nice } if !(-20..=19).contains(&nice) => {
                     return Err(format!("task `{}`: nice {nice} is outside -20..=19", self.comm));

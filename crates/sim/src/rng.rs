@@ -35,7 +35,8 @@ impl SimRng {
     fn derived(seed: u64, purpose: u64, index: u64) -> Self {
         let mut master = Self::new(seed);
         // Skip-ahead by a fixed mix rather than by drawing, so derivation costs O(1).
-        let mix = master.next_u64() ^ purpose.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ index.wrapping_mul(0xD1B5_4A32_D192_ED03);
+        let mix =
+            master.next_u64() ^ purpose.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ index.wrapping_mul(0xD1B5_4A32_D192_ED03);
         Self::new(mix)
     }
     pub fn next_u64(&mut self) -> u64 {

@@ -137,7 +137,12 @@ pub fn select_idle_sibling(topo: &Topology, view: &RqView, p: &mut Task, prev: u
     }
     let recent = p.recent_used_cpu;
     p.recent_used_cpu = prev;
-    if recent != prev && recent != target && topo.cpus_share_cache(recent, target) && view.available_idle(recent) && p.allows(recent) {
+    if recent != prev
+        && recent != target
+        && topo.cpus_share_cache(recent, target)
+        && view.available_idle(recent)
+        && p.allows(recent)
+    {
         return recent;
     }
     let llc = topo.llc_cpus(target);

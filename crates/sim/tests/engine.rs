@@ -28,7 +28,11 @@ fn hog(comm: &str, nice: i32) -> TaskSpec {
 }
 
 fn sleeper(comm: &str, run_ns: u64, sleep_ns: u64) -> TaskSpec {
-    task(comm, 0, vec![Op::Run { ns: run_ns }, Op::Sleep { ns: sleep_ns }, Op::Loop { target: 0, slot: 0, count: u32::MAX }])
+    task(
+        comm,
+        0,
+        vec![Op::Run { ns: run_ns }, Op::Sleep { ns: sleep_ns }, Op::Loop { target: 0, slot: 0, count: u32::MAX }],
+    )
 }
 
 fn run(sched: SchedConfig, cpus: u32, seconds: u64, tasks: Vec<TaskSpec>, check: bool) -> SimReport {
@@ -48,7 +52,13 @@ fn run(sched: SchedConfig, cpus: u32, seconds: u64, tasks: Vec<TaskSpec>, check:
 #[test]
 fn hogs_share_one_cpu_by_weight() {
     let nices = [-5, 0, 0, 3, 10];
-    let r = run(SchedConfig::v7_3(), 1, 10, nices.iter().enumerate().map(|(i, &n)| hog(&format!("hog{i}"), n)).collect(), false);
+    let r = run(
+        SchedConfig::v7_3(),
+        1,
+        10,
+        nices.iter().enumerate().map(|(i, &n)| hog(&format!("hog{i}"), n)).collect(),
+        false,
+    );
     assert_eq!(r.stop, StopReason::TimeLimit);
     let weights: Vec<f64> = nices.iter().map(|&n| sim::fair::weight::nice_to_weight(n) as f64).collect();
     let total_w: f64 = weights.iter().sum();
@@ -69,7 +79,10 @@ fn runs_are_deterministic() {
     assert_eq!(format!("{:?}", a.counters), format!("{:?}", b.counters));
     assert_eq!(a.events, b.events);
     for (x, y) in a.tasks.iter().zip(&b.tasks) {
-        assert_eq!((x.sum_exec_runtime_ns, x.vruntime, x.stats.nr_switches), (y.sum_exec_runtime_ns, y.vruntime, y.stats.nr_switches));
+        assert_eq!(
+            (x.sum_exec_runtime_ns, x.vruntime, x.stats.nr_switches),
+            (y.sum_exec_runtime_ns, y.vruntime, y.stats.nr_switches)
+        );
     }
 }
 
@@ -85,8 +98,13 @@ fn invariants_hold_under_mixed_workloads() {
         for f in variants[i] {
             cfg.features.apply(f).unwrap();
         }
-        let mut tasks = vec![hog("hog", 0), hog("nice5", 5), sleeper("s1", 200_000, 300_000), sleeper("s2", 30_000, 90_000)];
-        tasks.push(task("yielder", 0, vec![Op::Run { ns: 150_000 }, Op::Yield, Op::Loop { target: 0, slot: 0, count: u32::MAX }]));
+        let mut tasks =
+            vec![hog("hog", 0), hog("nice5", 5), sleeper("s1", 200_000, 300_000), sleeper("s2", 30_000, 90_000)];
+        tasks.push(task(
+            "yielder",
+            0,
+            vec![Op::Run { ns: 150_000 }, Op::Yield, Op::Loop { target: 0, slot: 0, count: u32::MAX }],
+        ));
         tasks.push(task(
             "renicer",
             0,
@@ -99,7 +117,16 @@ fn invariants_hold_under_mixed_workloads() {
                 Op::Loop { target: 0, slot: 0, count: u32::MAX },
             ],
         ));
-        tasks.push(task("periodic", 0, vec![Op::Run { ns: 100_000 }, Op::Timer { slot: 0, period_ns: 1_000_000, absolute: true }, Op::Loop { target: 0, slot: 0, count: 300 }, Op::Exit]));
+        tasks.push(task(
+            "periodic",
+            0,
+            vec![
+                Op::Run { ns: 100_000 },
+                Op::Timer { slot: 0, period_ns: 1_000_000, absolute: true },
+                Op::Loop { target: 0, slot: 0, count: 300 },
+                Op::Exit,
+            ],
+        ));
         let mut short = sleeper("short", 100_000, 400_000);
         short.slice_ns = Some(300_000);
         tasks.push(short);

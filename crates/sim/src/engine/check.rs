@@ -90,10 +90,10 @@ impl Sim {
                 cfs.h_nr_queued, cfs.h_nr_runnable, cfs.load_weight
             ));
         }
-        if let Some(c) = cfs.curr {
-            if cfs.timeline.iter().any(|k| k.id == c.0) {
-                return fail("the running entity is in the tree".into());
-            }
+        if let Some(c) = cfs.curr
+            && cfs.timeline.iter().any(|k| k.id == c.0)
+        {
+            return fail("the running entity is in the tree".into());
         }
         if let Some(n) = cfs.next {
             let se = &self.ents[n.idx()];
@@ -109,7 +109,11 @@ impl Sim {
             if (se.vruntime, se.deadline, se.slice) != (k.vruntime, k.deadline, k.slice) {
                 return Err(format!("tree copy of task {} is stale", k.id));
             }
-            let w = if self.params.behavior.avg_full_weight { se.h_weight } else { crate::fair::weight::scale_load_down(se.h_weight) };
+            let w = if self.params.behavior.avg_full_weight {
+                se.h_weight
+            } else {
+                crate::fair::weight::scale_load_down(se.h_weight)
+            };
             sum_w += w;
             sum_wv = sum_wv.wrapping_add((se.vruntime.wrapping_sub(cfs.zero_vruntime) as i64).wrapping_mul(w as i64));
             Ok(())
@@ -130,14 +134,23 @@ impl Sim {
         let params = self.params.clone();
         let mut cfs_copy = self.rqs[cpu as usize].cfs.clone();
         let f = Fair::new(&mut cfs_copy, &mut self.ents, &params, now);
-        let members: Vec<TaskId> = f.cfs.timeline.iter().map(|k| TaskId(k.id)).chain(f.cfs.curr.filter(|c| f.ents[c.idx()].on_rq)).collect();
+        let members: Vec<TaskId> =
+            f.cfs.timeline.iter().map(|k| TaskId(k.id)).chain(f.cfs.curr.filter(|c| f.ents[c.idx()].on_rq)).collect();
         if !members.is_empty() {
-            let w_of = |t: TaskId| -> i128 { if params.behavior.avg_full_weight { f.ents[t.idx()].h_weight as i128 } else { crate::fair::weight::scale_load_down(f.ents[t.idx()].h_weight) as i128 } };
+            let w_of = |t: TaskId| -> i128 {
+                if params.behavior.avg_full_weight {
+                    f.ents[t.idx()].h_weight as i128
+                } else {
+                    crate::fair::weight::scale_load_down(f.ents[t.idx()].h_weight) as i128
+                }
+            };
             let total_w: i128 = members.iter().map(|&t| w_of(t)).sum();
             let v0 = f.cfs.zero_vruntime;
-            let num: i128 = members.iter().map(|&t| w_of(t) * (f.ents[t.idx()].vruntime.wrapping_sub(v0) as i64 as i128)).sum();
+            let num: i128 =
+                members.iter().map(|&t| w_of(t) * (f.ents[t.idx()].vruntime.wrapping_sub(v0) as i64 as i128)).sum();
             let v = num.div_euclid(total_w);
-            let lag_sum: i128 = members.iter().map(|&t| w_of(t) * (v - f.ents[t.idx()].vruntime.wrapping_sub(v0) as i64 as i128)).sum();
+            let lag_sum: i128 =
+                members.iter().map(|&t| w_of(t) * (v - f.ents[t.idx()].vruntime.wrapping_sub(v0) as i64 as i128)).sum();
             if lag_sum > 0 || lag_sum <= -total_w {
                 return fail(format!("weighted lag sum {lag_sum} outside (-{total_w}, 0]"));
             }

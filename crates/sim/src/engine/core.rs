@@ -58,7 +58,8 @@ impl Sim {
         }
         rq.need_resched = req;
         match origin {
-            Origin::Irq => self.queue.push(Nanos(self.now), Ev::IrqExit { cpu }),
+            // The interrupt handler that made the request ends with irq_exit().
+            Origin::Irq => {}
             Origin::LocalTask => {
                 if req == Resched::Full && self.cfg.preempt.preempts_kernel() {
                     self.queue.push(Nanos(self.now), Ev::IrqExit { cpu });
@@ -100,7 +101,11 @@ impl Sim {
     fn idle_exit_latency(&self, cpu: u32) -> u64 {
         let rq = &self.rqs[cpu as usize];
         let predicted = rq.last_idle_ns.max(self.now - rq.idle_since.unwrap_or(self.now));
-        if predicted >= self.costs.idle_deep_residency_ns { self.costs.idle_exit_ns_deep } else { self.costs.idle_exit_ns_c1 }
+        if predicted >= self.costs.idle_deep_residency_ns {
+            self.costs.idle_exit_ns_deep
+        } else {
+            self.costs.idle_exit_ns_c1
+        }
     }
 
     pub(super) fn idle_exit(&mut self, cpu: u32) {
@@ -113,17 +118,22 @@ impl Sim {
 
     /// The return from an interrupt (or `preempt_enable()`): act on a pending request if the
     /// running task is in user mode (either flag) or in preemptible kernel code (full flag).
-    pub(super) fn irq_exit(&mut self, cpu: u32) {
+    /// Returns true if the task was switched out.
+    pub(super) fn irq_exit(&mut self, cpu: u32) -> bool {
         let rq = &self.rqs[cpu as usize];
-        let Some(_) = rq.curr else { return };
+        if rq.curr.is_none() || rq.in_prologue {
+            // The idle loop and the end of the switch-in path check for themselves.
+            return false;
+        }
         let act = match rq.need_resched {
             Resched::None => false,
             Resched::Lazy => !self.in_kernel(cpu),
             Resched::Full => !self.in_kernel(cpu) || self.cfg.preempt.preempts_kernel(),
         };
-        if act && !rq.in_prologue {
+        if act {
             self.schedule(cpu, Switch::Preempt);
         }
+        act
     }
 
     /// A return to user mode (syscall exit, end of the switch-in path): acts on either flag.
@@ -235,11 +245,9 @@ impl Sim {
         let now = self.now;
         let cost = self.costs.context_switch_ns;
         let rq = &mut self.rqs[cpu as usize];
-        if from_idle {
-            if let Some(since) = rq.idle_since.take() {
-                rq.idle_ns += now - since;
-                rq.last_idle_ns = now - since;
-            }
+        if from_idle && let Some(since) = rq.idle_since.take() {
+            rq.idle_ns += now - since;
+            rq.last_idle_ns = now - since;
         }
         rq.curr = Some(next);
         rq.prologue = cost;

@@ -29,7 +29,11 @@ impl Sim {
                     Step::User { remaining } | Step::Kernel { remaining, .. } => remaining,
                     Step::Next => {
                         budget -= 1;
-                        assert!(budget > 0, "task {} runs {MAX_ZERO_TIME_OPS} instructions without using CPU time", t.0);
+                        assert!(
+                            budget > 0,
+                            "task {} runs {MAX_ZERO_TIME_OPS} instructions without using CPU time",
+                            t.0
+                        );
                         self.fetch(t);
                         continue;
                     }
@@ -73,10 +77,12 @@ impl Sim {
         let rq = &mut self.rqs[cpu as usize];
         let t = rq.curr.expect("a step runs on a busy CPU");
         if rq.in_prologue {
-            // The end of the switch-in path: back to wherever the task was.
+            // The end of the switch-in path: back to wherever the task was. Returning to user
+            // mode acts on either flag; resuming kernel code is a preemption point (the
+            // `preempt_enable()` after the switch).
             rq.in_prologue = false;
             let user = matches!(self.tasks[t.idx()].step, Step::User { .. } | Step::Next);
-            return !(user && self.return_to_user(cpu));
+            return !(if user { self.return_to_user(cpu) } else { self.irq_exit(cpu) });
         }
         match self.tasks[t.idx()].step {
             Step::Next => true,
@@ -127,7 +133,9 @@ impl Sim {
         task.pc += 1;
         task.step = match op {
             Op::Run { ns } => Step::User { remaining: ns },
-            Op::Sleep { ns } => Step::Kernel { remaining: syscall, then: AfterKernel::Sleep { soft: now + syscall + ns } },
+            Op::Sleep { ns } => {
+                Step::Kernel { remaining: syscall, then: AfterKernel::Sleep { soft: now + syscall + ns } }
+            }
             Op::Timer { slot, period_ns, absolute } => {
                 let slot = slot as usize;
                 let next = match task.timer_next[slot] {

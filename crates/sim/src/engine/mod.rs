@@ -246,7 +246,10 @@ impl Sim {
                 v.sort_unstable();
                 v.dedup();
                 if let Some(bad) = v.iter().find(|&&c| c >= ncpus) {
-                    return Err(format!("task `{}`: CPU {bad} does not exist (the topology has {ncpus} CPUs)", spec.comm));
+                    return Err(format!(
+                        "task `{}`: CPU {bad} does not exist (the topology has {ncpus} CPUs)",
+                        spec.comm
+                    ));
                 }
                 if v.is_empty() {
                     return Err(format!("task `{}`: empty CPU list", spec.comm));
@@ -334,7 +337,9 @@ impl Sim {
                     self.irq_exit(cpu);
                 }
             }
-            Ev::IrqExit { cpu } => self.irq_exit(cpu),
+            Ev::IrqExit { cpu } => {
+                self.irq_exit(cpu);
+            }
             Ev::Ipi { cpu } => self.ipi(cpu),
             Ev::IdleExit { cpu } => self.idle_exit(cpu),
             Ev::Fork { task } => self.wake_up_new_task(task),

@@ -54,10 +54,10 @@ impl Sim {
     pub(super) fn hrtick_start(&mut self, cpu: u32, delay: u64) {
         let at = self.now + delay;
         let rq = &mut self.rqs[cpu as usize];
-        if let Some(old) = rq.hrtick_at {
-            if old.abs_diff(at) <= HRTICK_REPROGRAM_NS {
-                return;
-            }
+        if let Some(old) = rq.hrtick_at
+            && old.abs_diff(at) <= HRTICK_REPROGRAM_NS
+        {
+            return;
         }
         rq.hrtick_gen = rq.hrtick_gen.wrapping_add(1);
         rq.hrtick_at = Some(at);

@@ -13,7 +13,14 @@ impl Sim {
     /// `try_to_wake_up()` (core.c v7.3.4). `this_cpu` is the CPU the wakeup runs on, `waker`
     /// the task that was running there (`current`, also in interrupt context), `in_task`
     /// false for hardirq/softirq wakeups.
-    pub(super) fn try_to_wake_up(&mut self, p: TaskId, wake_flags: u32, this_cpu: u32, waker: Option<TaskId>, in_task: bool) {
+    pub(super) fn try_to_wake_up(
+        &mut self,
+        p: TaskId,
+        wake_flags: u32,
+        this_cpu: u32,
+        waker: Option<TaskId>,
+        in_task: bool,
+    ) {
         let mut wake_flags = wake_flags | wf::TTWU;
         let task = &mut self.tasks[p.idx()];
         if task.state != TaskState::Blocked {
@@ -37,7 +44,7 @@ impl Sim {
                 f.enqueue_task_fair(p, enq::DELAYED);
             }
             let req = f.resched;
-            let origin = if cpu == this_cpu { Origin::Irq } else { Origin::Remote };
+            let origin = Self::origin(cpu, this_cpu, in_task);
             self.resched_request(cpu, req, origin, Cause::Other);
             if self.rqs[cpu as usize].curr != Some(p) {
                 self.wakeup_preempt(cpu, p, wake_flags, origin, in_task);
@@ -71,8 +78,16 @@ impl Sim {
             self.rqs[cpu as usize].wake_list.push((p, wake_flags & wf::MIGRATED));
             self.send_ipi(cpu);
         } else {
-            let origin = if cpu == this_cpu && !in_task { Origin::Irq } else if cpu == this_cpu { Origin::LocalTask } else { Origin::Remote };
-            self.ttwu_do_activate(cpu, p, wake_flags, origin, in_task);
+            self.ttwu_do_activate(cpu, p, wake_flags, Self::origin(cpu, this_cpu, in_task), in_task);
+        }
+    }
+
+    /// How a request made by this wakeup reaches `cpu`.
+    fn origin(cpu: u32, this_cpu: u32, in_task: bool) -> Origin {
+        match (cpu == this_cpu, in_task) {
+            (false, _) => Origin::Remote,
+            (true, true) => Origin::LocalTask,
+            (true, false) => Origin::Irq,
         }
     }
 
@@ -157,11 +172,30 @@ impl Sim {
         }
     }
 
-    fn select_task_rq(&mut self, p: TaskId, prev_cpu: u32, this_cpu: u32, waker: Option<TaskId>, wake_flags: u32) -> Placement {
+    fn select_task_rq(
+        &mut self,
+        p: TaskId,
+        prev_cpu: u32,
+        this_cpu: u32,
+        waker: Option<TaskId>,
+        wake_flags: u32,
+    ) -> Placement {
         let view = self.rq_view();
         let jiffies = self.now / self.params.tick_nsec;
         let fix = self.params.behavior.wa_idle_ignore_delayed;
-        select::select_task_rq_fair(&self.topo, &view, &mut self.tasks, p, prev_cpu, this_cpu, waker, wake_flags, jiffies, u64::from(self.cfg.hz), fix)
+        select::select_task_rq_fair(
+            &self.topo,
+            &view,
+            &mut self.tasks,
+            p,
+            prev_cpu,
+            this_cpu,
+            waker,
+            wake_flags,
+            jiffies,
+            u64::from(self.cfg.hz),
+            fix,
+        )
     }
 
     fn rq_view(&self) -> select::RqView {
@@ -197,7 +231,9 @@ impl Sim {
         f.enqueue_task_fair(p, enq::INITIAL);
         let req = f.resched;
         self.tasks[p.idx()].state = TaskState::Running;
-        let origin = if cpu == parent_cpu { Origin::LocalTask } else { Origin::Remote };
+        // The forking parent is outside the model (the workload's launcher), so the new task's
+        // CPU hears of it as from another CPU.
+        let origin = Origin::Remote;
         self.resched_request(cpu, req, origin, Cause::Other);
         self.hrtick_update(cpu);
         self.wakeup_preempt(cpu, p, wf::FORK, origin, true);

@@ -374,11 +374,8 @@ impl<'a> Fair<'a> {
                 if self.p.feat(Feature::RUN_TO_PARITY) { se.deadline } else { se.vruntime }
             }
             variant => {
-                let mut slice = if self.p.feat(Feature::RUN_TO_PARITY) {
-                    self.min_slice()
-                } else {
-                    self.p.normalized_base_slice
-                };
+                let mut slice =
+                    if self.p.feat(Feature::RUN_TO_PARITY) { self.min_slice() } else { self.p.normalized_base_slice };
                 slice = slice.min(se.slice);
                 let mut vprot = se.deadline;
                 if slice != se.slice {
@@ -458,13 +455,14 @@ impl<'a> Fair<'a> {
             return self.curr_on_rq().or(left);
         }
         let buddy_in_pick = self.p.behavior.wakeup_preempt != WakeupPreemptVariant::V6_18;
-        if buddy_in_pick && self.p.feat(Feature::PICK_BUDDY) && protect {
-            if let Some(n) = self.cfs.next {
-                if self.entity_eligible(n) {
-                    debug_assert!(!self.se(n).sched_delayed);
-                    return Some(n);
-                }
-            }
+        if buddy_in_pick
+            && self.p.feat(Feature::PICK_BUDDY)
+            && protect
+            && let Some(n) = self.cfs.next
+            && self.entity_eligible(n)
+        {
+            debug_assert!(!self.se(n).sched_delayed);
+            return Some(n);
         }
         let mut curr = self.cfs.curr.filter(|&c| self.se(c).on_rq && self.entity_eligible(c));
         if let Some(c) = curr {
@@ -721,20 +719,20 @@ impl<'a> Fair<'a> {
     }
     /// `set_preempt_buddy()` (fair.c v7.3.4): keep an existing buddy with an earlier deadline.
     fn set_preempt_buddy(&mut self, pse: TaskId) -> bool {
-        if let Some(n) = self.cfs.next {
-            if before(self.se(n).deadline, self.se(pse).deadline) {
-                return false;
-            }
+        if let Some(n) = self.cfs.next
+            && before(self.se(n).deadline, self.se(pse).deadline)
+        {
+            return false;
         }
         self.set_next_buddy(pse);
         true
     }
     /// `set_short_buddy()` (fair.c v7.3.4).
     fn set_short_buddy(&mut self, pse: TaskId) {
-        if let Some(n) = self.cfs.next {
-            if self.se(n).slice < self.se(pse).slice {
-                return;
-            }
+        if let Some(n) = self.cfs.next
+            && self.se(n).slice < self.se(pse).slice
+        {
+            return;
         }
         self.set_next_buddy(pse);
     }
@@ -796,7 +794,13 @@ impl<'a> Fair<'a> {
     ///
     /// `need_resched_full` is whether the running task already has a full reschedule pending;
     /// `in_task` is false for wakeups from interrupt context (timers, softirq).
-    pub fn wakeup_preempt_fair(&mut self, pse: TaskId, wake_flags: u32, need_resched_full: bool, in_task: bool) -> WakeupVerdict {
+    pub fn wakeup_preempt_fair(
+        &mut self,
+        pse: TaskId,
+        wake_flags: u32,
+        need_resched_full: bool,
+        in_task: bool,
+    ) -> WakeupVerdict {
         let Some(se) = self.cfs.curr else {
             return self.verdict(true, WakeupReason::IdleCurr);
         };
@@ -814,7 +818,14 @@ impl<'a> Fair<'a> {
         WakeupVerdict { preempt, reason }
     }
 
-    fn wakeup_preempt_v7_3(&mut self, se: TaskId, pse: TaskId, wake_flags: u32, need_resched_full: bool, in_task: bool) -> WakeupVerdict {
+    fn wakeup_preempt_v7_3(
+        &mut self,
+        se: TaskId,
+        pse: TaskId,
+        wake_flags: u32,
+        need_resched_full: bool,
+        in_task: bool,
+    ) -> WakeupVerdict {
         if !self.p.feat(Feature::PREEMPT_SHORT) && need_resched_full {
             return self.verdict(false, WakeupReason::NeedReschedPending);
         }
@@ -884,7 +895,14 @@ impl<'a> Fair<'a> {
     }
 
     /// 6.19 – 7.2 (spec §3.13.4).
-    fn wakeup_preempt_v7_2(&mut self, se: TaskId, pse: TaskId, wake_flags: u32, need_resched_full: bool, in_task: bool) -> WakeupVerdict {
+    fn wakeup_preempt_v7_2(
+        &mut self,
+        se: TaskId,
+        pse: TaskId,
+        wake_flags: u32,
+        need_resched_full: bool,
+        in_task: bool,
+    ) -> WakeupVerdict {
         if need_resched_full {
             return self.verdict(false, WakeupReason::NeedReschedPending);
         }
@@ -944,7 +962,13 @@ impl<'a> Fair<'a> {
     }
 
     /// ≤ 6.18 (spec §6.1 "OFF"): NEXT_BUDDY nominates unconditionally and never decides.
-    fn wakeup_preempt_v6_18(&mut self, se: TaskId, pse: TaskId, wake_flags: u32, need_resched_full: bool) -> WakeupVerdict {
+    fn wakeup_preempt_v6_18(
+        &mut self,
+        se: TaskId,
+        pse: TaskId,
+        wake_flags: u32,
+        need_resched_full: bool,
+    ) -> WakeupVerdict {
         if self.p.feat(Feature::NEXT_BUDDY) && wake_flags & wf::FORK == 0 && !self.se(pse).sched_delayed {
             self.set_next_buddy(pse);
         }
@@ -995,11 +1019,7 @@ impl<'a> Fair<'a> {
         if wake_flags & wf::RQ_SELECTED != 0 {
             threshold >>= 2;
         }
-        if before(self.se(pse).deadline, s.deadline) && delta >= threshold {
-            Action::Resched
-        } else {
-            Action::None
-        }
+        if before(self.se(pse).deadline, s.deadline) && delta >= threshold { Action::Resched } else { Action::None }
     }
 
     // ---- yield and reweight (§3.16, §3.17) ---------------------------------------------------

@@ -147,10 +147,7 @@ impl Timeline {
         let mut next = self.root;
         while let Some(i) = next {
             let node = self.node(i);
-            if node
-                .left
-                .is_some_and(|l| eligible(self.node(l).min_vruntime))
-            {
+            if node.left.is_some_and(|l| eligible(self.node(l).min_vruntime)) {
                 next = node.left;
                 continue;
             }
@@ -198,8 +195,7 @@ impl Timeline {
     /// Tree order: `a` sorts before `b` by wrapping deadline, then by insertion.
     fn precedes(&self, a: NodeIdx, b: NodeIdx) -> bool {
         let (a, b) = (self.node(a), self.node(b));
-        before(a.key.deadline, b.key.deadline)
-            || (a.key.deadline == b.key.deadline && a.seq < b.seq)
+        before(a.key.deadline, b.key.deadline) || (a.key.deadline == b.key.deadline && a.seq < b.seq)
     }
 
     /// The earliest node, found by descending (only needed when the cached one leaves).
@@ -217,11 +213,7 @@ impl Timeline {
         let n = self.node(i);
         let (mut height, mut min_vruntime) = (0, n.key.vruntime);
         let (mut min_slice, mut max_slice) = (n.key.slice, n.key.slice);
-        for c in [n.left, n.right]
-            .into_iter()
-            .flatten()
-            .map(|c| self.node(c))
-        {
+        for c in [n.left, n.right].into_iter().flatten().map(|c| self.node(c)) {
             height = height.max(c.height);
             min_vruntime = min_wrapping(min_vruntime, c.min_vruntime);
             min_slice = min_slice.min(c.min_slice);
@@ -266,10 +258,7 @@ impl Timeline {
                 self.rotate_right(i)
             }
             ..=-2 => {
-                let r = self
-                    .node(i)
-                    .right
-                    .expect("right-heavy node has a right child");
+                let r = self.node(i).right.expect("right-heavy node has a right child");
                 if self.balance(r) > 0 {
                     self.node_mut(i).right = Some(self.rotate_right(r));
                 }
@@ -351,19 +340,13 @@ impl NaiveTimeline {
 
     /// Insert after every existing node whose deadline is not after `key.deadline`.
     pub fn insert(&mut self, key: NodeKey) -> NodeIdx {
-        let pos = self
-            .nodes
-            .partition_point(|k| !before(key.deadline, k.deadline));
+        let pos = self.nodes.partition_point(|k| !before(key.deadline, k.deadline));
         self.nodes.insert(pos, key);
         key.id
     }
 
     pub fn remove(&mut self, idx: NodeIdx) -> NodeKey {
-        let pos = self
-            .nodes
-            .iter()
-            .position(|k| k.id == idx)
-            .expect("node in timeline");
+        let pos = self.nodes.iter().position(|k| k.id == idx).expect("node in timeline");
         self.nodes.remove(pos)
     }
 
@@ -403,12 +386,7 @@ mod tests {
     const WRAP_BASE: u64 = 0u64.wrapping_sub(1 << 20);
 
     fn key(id: u32, deadline: u64, vruntime: u64) -> NodeKey {
-        NodeKey {
-            id,
-            deadline,
-            vruntime,
-            slice: 1,
-        }
+        NodeKey { id, deadline, vruntime, slice: 1 }
     }
 
     /// Check every node's height and aggregates against a recomputation from its children and
@@ -421,28 +399,16 @@ mod tests {
         assert!(lh.abs_diff(rh) <= 1, "node {i} unbalanced: {lh} vs {rh}");
         assert_eq!(n.height, lh.max(rh) + 1, "height of {i}");
         let kids = || [n.left, n.right].into_iter().flatten().map(|c| t.node(c));
-        let min_vruntime = kids()
-            .map(|c| c.min_vruntime)
-            .fold(n.key.vruntime, min_wrapping);
+        let min_vruntime = kids().map(|c| c.min_vruntime).fold(n.key.vruntime, min_wrapping);
         assert_eq!(n.min_vruntime, min_vruntime, "min_vruntime of {i}");
-        assert_eq!(
-            n.min_slice,
-            kids().map(|c| c.min_slice).fold(n.key.slice, u64::min)
-        );
-        assert_eq!(
-            n.max_slice,
-            kids().map(|c| c.max_slice).fold(n.key.slice, u64::max)
-        );
+        assert_eq!(n.min_slice, kids().map(|c| c.min_slice).fold(n.key.slice, u64::min));
+        assert_eq!(n.max_slice, kids().map(|c| c.max_slice).fold(n.key.slice, u64::max));
         (n.height, lcount + rcount + 1)
     }
 
     #[derive(Clone, Debug)]
     enum Op {
-        Insert {
-            deadline: u64,
-            vruntime: u64,
-            slice: u64,
-        },
+        Insert { deadline: u64, vruntime: u64, slice: u64 },
         Remove(Index),
         Pick(u64),
     }
@@ -511,9 +477,7 @@ mod tests {
     #[test]
     fn equal_deadlines_are_fifo() {
         let mut t = Timeline::new();
-        let handles: Vec<_> = (0..4)
-            .map(|id| t.insert(key(id, 10, 100 - u64::from(id))))
-            .collect();
+        let handles: Vec<_> = (0..4).map(|id| t.insert(key(id, 10, 100 - u64::from(id)))).collect();
         let early = t.insert(key(9, 9, 100));
         t.remove(handles[1]);
         t.insert(key(4, 10, 0));
@@ -528,12 +492,7 @@ mod tests {
     #[test]
     fn deadlines_order_across_the_wrap() {
         let mut t = Timeline::new();
-        let entities = [
-            (2, 0, 0),
-            (0, u64::MAX - 1, 6),
-            (3, 1, 1),
-            (1, u64::MAX, u64::MAX),
-        ];
+        let entities = [(2, 0, 0), (0, u64::MAX - 1, 6), (3, 1, 1), (1, u64::MAX, u64::MAX)];
         for (id, deadline, vruntime) in entities {
             t.insert(key(id, deadline, vruntime));
         }

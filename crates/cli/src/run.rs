@@ -1,0 +1,288 @@
+//! `schedlab run`: one workload on one simulated machine.
+
+use std::io::Write;
+use std::path::Path;
+use std::time::Instant;
+
+use serde_json::{Value, json};
+use sim::config::{Limits, SchedConfig};
+use sim::engine::{Sim, SimReport, SimSetup};
+use sim::features::FeatureSet;
+use sim::program::TaskSpec;
+use sim::topology::Topology;
+
+use crate::args::RunArgs;
+use crate::setup::{self, user};
+
+/// A workload resolved from the command line.
+struct Workload {
+    name: String,
+    argv: Vec<String>,
+    tasks: Vec<TaskSpec>,
+    duration_ns: Option<u64>,
+}
+
+pub fn run(a: &RunArgs) -> anyhow::Result<()> {
+    let cfg = setup::sched_config(&a.sim)?;
+    let topo = setup::topology(&a.sim)?;
+    let mut wl = workload(&a.workload)?;
+    if let Some(list) = &a.sim.cpus {
+        let cpus = setup::cpu_list(list, topo.nr_cpus() as u32)?;
+        for t in &mut wl.tasks {
+            t.cpus = Some(cpus.clone());
+        }
+    }
+    for t in &wl.tasks {
+        if let Some(cpus) = &t.cpus
+            && let Some(bad) = cpus.iter().find(|&&c| c as usize >= topo.nr_cpus())
+        {
+            return user(format!(
+                "{}: task `{}` asks for CPU {bad}, but {} has {} CPUs",
+                wl.name,
+                t.comm,
+                topo.name,
+                topo.nr_cpus()
+            ));
+        }
+    }
+    if !(a.duration > 0.0 && a.duration <= 1e6) {
+        return user(format!("--duration: {} is not a positive number of seconds", a.duration));
+    }
+    let max_time_ns = wl.duration_ns.unwrap_or((a.duration * 1e9) as u64);
+    let setup = SimSetup {
+        sched: cfg.clone(),
+        topology: topo.clone(),
+        seed: a.sim.seed,
+        limits: Limits { max_events: a.max_events, max_time_ns },
+        tasks: wl.tasks.clone(),
+        check_invariants: a.check,
+    };
+    let started = Instant::now();
+    let sim = Sim::new(setup).map_err(crate::setup::UserError)?;
+    let report = sim.run().map_err(|v| anyhow::anyhow!("{v}\nreproduce with: {}", reproduce(a)))?;
+    let wall_ms = started.elapsed().as_secs_f64() * 1e3;
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        let v = json_report(a, &cfg, &topo, &wl, &report, wall_ms);
+        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+    } else {
+        write_text(&mut out, a, &cfg, &topo, &report)?;
+        eprintln!(
+            "[{} events in {:.0} ms wall: {:.1} M events/s]",
+            report.events,
+            wall_ms,
+            report.events as f64 / wall_ms / 1e3
+        );
+    }
+    Ok(())
+}
+
+fn workload(argv: &[String]) -> anyhow::Result<Workload> {
+    let name = argv[0].as_str();
+    match name {
+        "rtapp" => {
+            let [_, file] = argv else {
+                return user(
+                    "rtapp: expected exactly one argument, the rt-app JSON file: `schedlab run rtapp FILE.json`",
+                );
+            };
+            let app = match workload::rtapp::load_rtapp(Path::new(file)) {
+                Ok(app) => app,
+                Err(e) => return user(e.to_string()),
+            };
+            Ok(Workload { name: "rtapp".into(), argv: argv.to_vec(), tasks: app.tasks, duration_ns: app.duration_ns })
+        }
+        "hackbench" | "pipe" | "messaging" | "schbench" | "lat_ctx" | "netperf" | "stress-ng" | "pgbench" => {
+            user(format!("workload `{name}` is not modelled yet; this build runs `rtapp FILE.json`"))
+        }
+        f if f.ends_with(".toml") => {
+            user(format!("{f}: TOML workload files are not supported yet; use `rtapp FILE.json`"))
+        }
+        other => user(format!("unknown workload `{other}` (known: rtapp FILE.json)")),
+    }
+}
+
+/// The command line that reproduces this run exactly.
+pub fn reproduce(a: &RunArgs) -> String {
+    let s = &a.sim;
+    let mut cmd = format!("schedlab run --seed {} --topology {} --kernel {}", s.seed, s.topology, s.kernel);
+    if let Some(f) = &s.features {
+        cmd += &format!(" --features {f}");
+    }
+    for kv in &s.sysctl {
+        cmd += &format!(" --sysctl {kv}");
+    }
+    if let Some(p) = &s.preempt {
+        cmd += &format!(" --preempt {p}");
+    }
+    if let Some(hz) = s.hz {
+        cmd += &format!(" --hz {hz}");
+    }
+    for kv in &s.cost {
+        cmd += &format!(" --cost {kv}");
+    }
+    if let Some(c) = &s.cpus {
+        cmd += &format!(" --cpus {c}");
+    }
+    if (a.duration - 10.0).abs() > f64::EPSILON {
+        cmd += &format!(" --duration {}", a.duration);
+    }
+    cmd + " " + &a.workload.join(" ")
+}
+
+fn feature_tokens(f: &FeatureSet, kernel: &str) -> Vec<String> {
+    let base = SchedConfig::preset(kernel).map(|c| c.features).unwrap_or_else(FeatureSet::v7_3);
+    f.diff_from(&base)
+}
+
+fn write_text(
+    out: &mut impl Write,
+    a: &RunArgs,
+    cfg: &SchedConfig,
+    topo: &Topology,
+    r: &SimReport,
+) -> anyhow::Result<()> {
+    let changed = feature_tokens(&cfg.features, &cfg.kernel);
+    writeln!(
+        out,
+        "# schedlab {} seed={} topology={} kernel={} preempt={} hz={} features={}",
+        env!("CARGO_PKG_VERSION"),
+        a.sim.seed,
+        topo.name,
+        cfg.kernel,
+        cfg.preempt.name(),
+        cfg.hz,
+        if changed.is_empty() { "defaults".to_string() } else { changed.join(",") }
+    )?;
+    writeln!(out, "# reproduce: {}", reproduce(a))?;
+    writeln!(
+        out,
+        "{:<16} {:>6} {:>4} {:>12} {:>9} {:>9} {:>9} {:>6} {:>8} {:>10} {:>10}",
+        "comm",
+        "pid",
+        "nice",
+        "runtime_ms",
+        "switches",
+        "voluntary",
+        "involunt",
+        "migr",
+        "wakeups",
+        "lat_p50_us",
+        "lat_p99_us"
+    )?;
+    for t in &r.tasks {
+        let p = t.stats.wakeup_latency.percentiles();
+        writeln!(
+            out,
+            "{:<16} {:>6} {:>4} {:>12.3} {:>9} {:>9} {:>9} {:>6} {:>8} {:>10.1} {:>10.1}",
+            t.comm,
+            t.pid,
+            t.nice,
+            t.sum_exec_runtime_ns as f64 / 1e6,
+            t.stats.nr_switches,
+            t.stats.nr_voluntary_switches,
+            t.stats.nr_involuntary_switches,
+            t.stats.nr_migrations,
+            t.stats.nr_wakeups,
+            p.p50 as f64 / 1e3,
+            p.p99 as f64 / 1e3
+        )?;
+    }
+    let c = &r.counters;
+    let p = r.wakeup_latency.percentiles();
+    writeln!(out, "simulated {:.6} s, {} events, stopped: {:?}", r.simulated_ns as f64 / 1e9, r.events, r.stop)?;
+    writeln!(
+        out,
+        "switches {} (voluntary {}, involuntary {}), wakeups {} (sync {}, local {}, remote {}, affine {}/{}), migrations {}, preemptions: wakeup {} tick {}, IPIs {}",
+        c.nr_switches,
+        c.nr_voluntary_switches,
+        c.nr_involuntary_switches,
+        c.nr_wakeups,
+        c.nr_wakeups_sync,
+        c.nr_wakeups_local,
+        c.nr_wakeups_remote,
+        c.nr_wakeups_affine,
+        c.nr_wakeups_affine_attempts,
+        c.nr_migrations,
+        c.nr_wakeup_preemptions,
+        c.nr_tick_preemptions,
+        c.nr_ipis
+    )?;
+    writeln!(
+        out,
+        "wakeup latency us: p50 {:.1} p90 {:.1} p99 {:.1} max {:.1}; idle ms per CPU: {}",
+        p.p50 as f64 / 1e3,
+        p.p90 as f64 / 1e3,
+        p.p99 as f64 / 1e3,
+        p.max as f64 / 1e3,
+        r.idle_ns_per_cpu.iter().map(|n| format!("{:.1}", *n as f64 / 1e6)).collect::<Vec<_>>().join(" ")
+    )?;
+    Ok(())
+}
+
+fn json_report(a: &RunArgs, cfg: &SchedConfig, topo: &Topology, wl: &Workload, r: &SimReport, wall_ms: f64) -> Value {
+    let c = &r.counters;
+    let lat = r.wakeup_latency.percentiles();
+    let sysctl = json!({
+        "base_slice_ns": cfg.sysctl.base_slice(topo.nr_cpus() as u32),
+        "migration_cost_ns": cfg.sysctl.migration_cost_ns,
+        "nr_migrate": cfg.sysctl.nr_migrate,
+        "tunable_scaling": cfg.sysctl.tunable_scaling as u32,
+    });
+    let tasks: Vec<Value> = r
+        .tasks
+        .iter()
+        .map(|t| {
+            let p = t.stats.wakeup_latency.percentiles();
+            json!({
+                "pid": t.pid, "comm": t.comm, "nice": t.nice,
+                "sum_exec_runtime_ns": t.sum_exec_runtime_ns,
+                "nr_switches": t.stats.nr_switches,
+                "nr_voluntary_switches": t.stats.nr_voluntary_switches,
+                "nr_involuntary_switches": t.stats.nr_involuntary_switches,
+                "nr_migrations": t.stats.nr_migrations,
+                "nr_wakeups": t.stats.nr_wakeups,
+                "nr_wakeups_sync": t.stats.nr_wakeups_sync,
+                "nr_wakeups_local": t.stats.nr_wakeups_local,
+                "nr_wakeups_remote": t.stats.nr_wakeups_remote,
+                "nr_wakeups_migrate": t.stats.nr_wakeups_migrate,
+                "nr_wakeup_preemptions": t.stats.nr_wakeup_preemptions,
+                "wakeup_latency_ns": { "p50": p.p50, "p90": p.p90, "p99": p.p99, "max": p.max },
+            })
+        })
+        .collect();
+    json!({
+        "schedlab_version": env!("CARGO_PKG_VERSION"),
+        "seed": a.sim.seed,
+        "command": reproduce(a),
+        "topology": topo.name,
+        "kernel": cfg.kernel,
+        "preempt": cfg.preempt.name(),
+        "hz": cfg.hz,
+        "features": feature_tokens(&cfg.features, &cfg.kernel),
+        "patches": [],
+        "sysctl": sysctl,
+        "workload": { "name": wl.name, "argv": wl.argv },
+        "metric": { "name": "wakeup_latency_us_p99", "value": lat.p99 as f64 / 1e3, "better": "lower" },
+        "sim": { "simulated_ns": r.simulated_ns, "events": r.events, "wall_ms": (wall_ms * 1000.0).round() / 1000.0, "stop": format!("{:?}", r.stop) },
+        "counters": {
+            "nr_switches": c.nr_switches,
+            "nr_voluntary_switches": c.nr_voluntary_switches,
+            "nr_involuntary_switches": c.nr_involuntary_switches,
+            "nr_migrations": c.nr_migrations,
+            "nr_wakeups": c.nr_wakeups,
+            "nr_wakeups_sync": c.nr_wakeups_sync,
+            "nr_wakeups_local": c.nr_wakeups_local,
+            "nr_wakeups_remote": c.nr_wakeups_remote,
+            "nr_wakeups_affine": c.nr_wakeups_affine,
+            "nr_wakeups_affine_attempts": c.nr_wakeups_affine_attempts,
+            "nr_wakeups_migrate": c.nr_wakeups_migrate,
+            "nr_wakeup_preemptions": c.nr_wakeup_preemptions,
+            "nr_tick_preemptions": c.nr_tick_preemptions,
+            "nr_ipis": c.nr_ipis,
+            "idle_ns_per_cpu": r.idle_ns_per_cpu,
+        },
+        "wakeup_latency_ns": { "p50": lat.p50, "p90": lat.p90, "p99": lat.p99, "max": lat.max },
+        "tasks": tasks,
+    })
+}
