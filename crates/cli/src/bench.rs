@@ -31,6 +31,9 @@ fn task(comm: String, ops: Vec<Op>) -> TaskSpec {
         ops,
         nr_slots: 1,
         nr_timers: 0,
+        poll_sets: vec![],
+        spawned: false,
+        mm: 0,
     }
 }
 
@@ -80,6 +83,7 @@ pub fn bench(a: &BenchArgs) -> anyhow::Result<()> {
             seed: 1,
             limits: Limits { max_events: u64::MAX, max_time_ns: a.seconds * 1_000_000_000 },
             tasks: case.tasks,
+            objects: vec![],
             check_invariants: false,
         };
         let sim = Sim::new(setup).map_err(anyhow::Error::msg)?;

@@ -55,6 +55,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
         seed: a.sim.seed,
         limits: Limits { max_events: a.max_events, max_time_ns },
         tasks: wl.tasks.clone(),
+        objects: vec![],
         check_invariants: a.check,
     };
     let started = Instant::now();

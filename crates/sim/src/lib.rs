@@ -17,6 +17,7 @@
 //! let hog = |comm: &str, nice| TaskSpec {
 //!     comm: comm.into(), nice, policy: Policy::Normal, slice_ns: None, cpus: None,
 //!     start_ns: 0, timer_slack_ns: 50_000, nr_slots: 1, nr_timers: 0,
+//!     poll_sets: vec![], spawned: false, mm: 0,
 //!     ops: vec![Op::Run { ns: 1_000_000 }, Op::Loop { target: 0, slot: 0, count: u32::MAX }],
 //! };
 //! let setup = SimSetup {
@@ -25,6 +26,7 @@
 //!     seed: 1,
 //!     limits: Limits { max_events: 10_000_000, max_time_ns: 1_000_000_000 },
 //!     tasks: vec![hog("a", 0), hog("b", 5)],
+//!     objects: vec![],
 //!     check_invariants: true,
 //! };
 //! let report = Sim::new(setup).unwrap().run().unwrap();
@@ -38,6 +40,7 @@ pub mod engine;
 pub mod event;
 pub mod fair;
 pub mod features;
+pub mod ipc;
 pub mod program;
 pub mod rng;
 pub mod select;

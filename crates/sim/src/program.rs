@@ -28,6 +28,37 @@ pub enum Op {
     Loop { target: u32, slot: u16, count: u32 },
     /// Exit the task.
     Exit,
+
+    // ---- IPC (objects are `SimSetup::objects`, referred to by index) ----------------------
+    /// `write()`/`send()` of `bytes` to object `obj` (pipe, socket direction, eventfd):
+    /// blocks while the object is full; wakes readers with the object's wake semantics.
+    Write { obj: u32, bytes: u32 },
+    /// `read()`/`recv()` of up to `bytes` (exactly `bytes` with `exact`, retrying like
+    /// hackbench's read loop): blocks while the object is empty.
+    Read { obj: u32, bytes: u32, exact: bool },
+    /// `poll()` on objects `objs[first..first+count]` of the task spec's `poll_sets`, until one
+    /// is readable (pollers are non-exclusive waiters; WF_SYNC is inherited from the source).
+    Poll { set: u32 },
+    /// `epoll_wait()` on a poll set (an exclusive waiter; sync inherited only from 6.10).
+    EpollWait { set: u32 },
+    /// `FUTEX_WAIT` on futex `obj` (blocks until woken; a pending wake is consumed).
+    FutexWait { obj: u32 },
+    /// `FUTEX_WAKE` of up to `n` waiters of futex `obj` (non-sync).
+    FutexWake { obj: u32, n: u32 },
+    /// Create a task from `SimSetup::tasks[spec]` (fork/clone: WF_FORK placement).
+    Spawn { spec: u32 },
+    /// `wait()`/`pthread_join()` until every task this one spawned has exited.
+    WaitChildren,
+
+    // ---- measurement (zero time) -------------------------------------------------------------
+    /// Record the current time under mark `id` (first and last time, and a count, are kept).
+    Mark { id: u16 },
+    /// Add one to run-wide counter `id` (e.g. transactions, bogo ops).
+    Count { id: u16 },
+    /// Start a latency measurement in the task's slot `slot`.
+    LatStart { slot: u16 },
+    /// End the measurement of `slot` and record it in run-wide histogram `hist`.
+    LatEnd { slot: u16, hist: u16 },
 }
 
 /// A program and the static properties of the tasks running it.
@@ -50,6 +81,13 @@ pub struct TaskSpec {
     pub nr_slots: u16,
     /// Number of periodic timers the program uses (each task instance has its own).
     pub nr_timers: u16,
+    /// Poll sets (lists of object indices) used by `Poll`/`EpollWait`.
+    pub poll_sets: Vec<Vec<u32>>,
+    /// Created at `start_ns` (false) or only by another task's `Spawn` (true).
+    pub spawned: bool,
+    /// Threads of one process share an address space: switching between tasks with the same
+    /// `mm` costs `context_switch_ns`, else `context_switch_mm_ns`.
+    pub mm: u32,
 }
 
 impl TaskSpec {

@@ -52,6 +52,8 @@ pub enum AfterKernel {
     Exit,
     /// Change nice, then return.
     SetNice { nice: i32 },
+    /// Complete the IPC system call in progress (`engine/ipc.rs`).
+    Ipc,
 }
 
 /// Per-task counters (`/proc/<pid>/sched` names).
@@ -95,6 +97,11 @@ pub struct Task {
     pub wakee_flips: u32,
     pub wakee_flip_decay_ts: u64,
     pub recent_used_cpu: u32,
+    /// The task that spawned this one, if any, and how many of its own children still live.
+    pub parent: Option<TaskId>,
+    pub live_children: u32,
+    /// Start times of the task's latency measurements (`Op::LatStart`).
+    pub lat_start: Vec<u64>,
     pub stats: TaskStats,
 }
 

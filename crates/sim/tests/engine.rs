@@ -20,6 +20,9 @@ fn task(comm: &str, nice: i32, ops: Vec<Op>) -> TaskSpec {
         ops,
         nr_slots: 2,
         nr_timers: 1,
+        poll_sets: vec![],
+        spawned: false,
+        mm: 0,
     }
 }
 
@@ -42,6 +45,7 @@ fn run(sched: SchedConfig, cpus: u32, seconds: u64, tasks: Vec<TaskSpec>, check:
         seed: 42,
         limits: Limits { max_events: 100_000_000, max_time_ns: seconds * 1_000_000_000 },
         tasks,
+        objects: vec![],
         check_invariants: check,
     };
     Sim::new(setup).expect("valid setup").run().unwrap_or_else(|v| panic!("{v}"))

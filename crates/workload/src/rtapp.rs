@@ -1107,6 +1107,10 @@ impl Cx<'_> {
                 ops: program.ops.clone(),
                 nr_slots: program.nr_slots,
                 nr_timers: program.nr_timers,
+                poll_sets: Vec::new(),
+                spawned: false,
+                // rt-app runs every task as a thread of one process.
+                mm: 0,
             };
             if let Err(message) = spec.validate() {
                 return Err(self.invalid(&task.path, Some(task.key_end), message));

@@ -219,7 +219,7 @@ impl Sim {
             }
         }
         match next {
-            Some(n) => self.switch_to(cpu, n, prev.is_none()),
+            Some(n) => self.switch_to(cpu, n, prev),
             None => self.switch_to_idle(cpu),
         }
     }
@@ -241,9 +241,12 @@ impl Sim {
         picked
     }
 
-    fn switch_to(&mut self, cpu: u32, next: TaskId, from_idle: bool) {
+    fn switch_to(&mut self, cpu: u32, next: TaskId, prev: Option<TaskId>) {
         let now = self.now;
-        let cost = self.costs.context_switch_ns;
+        let from_idle = prev.is_none();
+        // Threads of one process share the address space; a process switch also switches mm.
+        let same_mm = prev.is_none_or(|p| self.specs[self.tasks[p.idx()].spec as usize].mm == self.specs[self.tasks[next.idx()].spec as usize].mm);
+        let cost = if same_mm { self.costs.context_switch_ns } else { self.costs.context_switch_mm_ns };
         let rq = &mut self.rqs[cpu as usize];
         if from_idle && let Some(since) = rq.idle_since.take() {
             rq.idle_ns += now - since;

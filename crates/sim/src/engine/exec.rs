@@ -116,6 +116,7 @@ impl Sim {
                 self.schedule(cpu, Switch::Exit);
                 false
             }
+            AfterKernel::Ipc => self.ipc_complete(cpu, t),
             AfterKernel::SetNice { nice } => {
                 self.set_nice_running(cpu, t, nice);
                 !self.return_to_user(cpu)
@@ -131,6 +132,44 @@ impl Sim {
         let spec = &self.specs[task.spec as usize];
         let op = spec.ops.get(task.pc as usize).cloned().unwrap_or(Op::Exit);
         task.pc += 1;
+        match op {
+            Op::Write { .. }
+            | Op::Read { .. }
+            | Op::Poll { .. }
+            | Op::EpollWait { .. }
+            | Op::FutexWait { .. }
+            | Op::FutexWake { .. }
+            | Op::Spawn { .. }
+            | Op::WaitChildren => {
+                let step = self.ipc_fetch(t, &op);
+                self.tasks[t.idx()].step = step;
+                return;
+            }
+            Op::Mark { id } => {
+                let m = self.marks.entry(id).or_insert(super::MarkStat { first_ns: now, last_ns: now, count: 0 });
+                m.last_ns = now;
+                m.count += 1;
+                task.step = Step::Next;
+                return;
+            }
+            Op::Count { id } => {
+                *self.counts.entry(id).or_insert(0) += 1;
+                task.step = Step::Next;
+                return;
+            }
+            Op::LatStart { slot } => {
+                task.lat_start[slot as usize] = now;
+                task.step = Step::Next;
+                return;
+            }
+            Op::LatEnd { slot, hist } => {
+                let started = task.lat_start[slot as usize];
+                self.histograms.entry(hist).or_default().record(now - started);
+                task.step = Step::Next;
+                return;
+            }
+            _ => {}
+        }
         task.step = match op {
             Op::Run { ns } => Step::User { remaining: ns },
             Op::Sleep { ns } => {
@@ -165,6 +204,7 @@ impl Sim {
                 Step::Next
             }
             Op::Exit => Step::Kernel { remaining: syscall, then: AfterKernel::Exit },
+            _ => unreachable!("handled above"),
         };
     }
 

@@ -10,6 +10,7 @@
 mod check;
 mod core;
 mod exec;
+mod ipc;
 mod tick;
 mod ttwu;
 
@@ -18,7 +19,8 @@ use std::collections::BTreeMap;
 use crate::config::{Limits, SchedConfig};
 use crate::event::EventQueue;
 use crate::fair::{CfsRq, Fair, FairParams, Resched, SchedEntity};
-use crate::program::TaskSpec;
+use crate::ipc::ObjectSpec;
+use crate::program::{Op, TaskSpec};
 use crate::stats::LatencyHistogram;
 use crate::task::{Step, Task, TaskId, TaskState, TaskStats};
 use crate::time::Nanos;
@@ -33,7 +35,11 @@ pub struct SimSetup {
     pub topology: Topology,
     pub seed: u64,
     pub limits: Limits,
+    /// Task programs. Those not marked `spawned` start at their `start_ns`; the others are
+    /// created by `Op::Spawn`.
     pub tasks: Vec<TaskSpec>,
+    /// IPC objects the programs refer to by index.
+    pub objects: Vec<ObjectSpec>,
     /// Run the invariant checker after every event (tests and `--check`).
     pub check_invariants: bool,
 }
@@ -150,6 +156,14 @@ pub struct Counters {
     pub nr_ipis: u64,
 }
 
+/// A measurement mark (`Op::Mark`): first and last time it was reached, and how often.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MarkStat {
+    pub first_ns: u64,
+    pub last_ns: u64,
+    pub count: u64,
+}
+
 /// Per-task results.
 #[derive(Clone, Debug)]
 pub struct TaskReport {
@@ -172,6 +186,10 @@ pub struct SimReport {
     pub idle_ns_per_cpu: Vec<u64>,
     pub wakeup_latency: LatencyHistogram,
     pub tasks: Vec<TaskReport>,
+    /// Workload measurements, by id, in id order.
+    pub marks: BTreeMap<u16, MarkStat>,
+    pub counts: BTreeMap<u16, u64>,
+    pub histograms: BTreeMap<u16, LatencyHistogram>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -201,6 +219,10 @@ pub struct Sim {
     wakeup_latency: LatencyHistogram,
     timer_seq: u64,
     live_tasks: u32,
+    objects: Vec<ObjectSpec>,
+    marks: BTreeMap<u16, MarkStat>,
+    counts: BTreeMap<u16, u64>,
+    histograms: BTreeMap<u16, LatencyHistogram>,
 }
 
 impl Sim {
@@ -229,16 +251,58 @@ impl Sim {
             wakeup_latency: LatencyHistogram::default(),
             timer_seq: 0,
             live_tasks: 0,
+            objects: setup.objects,
+            marks: BTreeMap::new(),
+            counts: BTreeMap::new(),
+            histograms: BTreeMap::new(),
         };
         let _ = setup.seed; // No random stream is consumed yet by the issue-2 model.
-        for spec in setup.tasks {
+        let nspecs = setup.tasks.len();
+        for spec in &setup.tasks {
             spec.validate()?;
-            sim.add_task(spec)?;
+            sim.check_spec_refs(spec, nspecs)?;
+        }
+        sim.specs = setup.tasks;
+        for i in 0..sim.specs.len() {
+            if !sim.specs[i].spawned {
+                let t = sim.create_task(i as u32, None)?;
+                let start = sim.specs[i].start_ns;
+                sim.queue.push(Nanos(start), Ev::Fork { task: t });
+            }
         }
         Ok(sim)
     }
 
-    fn add_task(&mut self, spec: TaskSpec) -> Result<(), String> {
+    /// Checks that a program's object, poll-set and spawn references exist.
+    fn check_spec_refs(&self, spec: &TaskSpec, nspecs: usize) -> Result<(), String> {
+        let nobj = self.objects.len() as u32;
+        for op in &spec.ops {
+            let bad = match *op {
+                Op::Write { obj, .. } | Op::Read { obj, .. } | Op::FutexWait { obj } | Op::FutexWake { obj, .. } => {
+                    (obj >= nobj).then(|| format!("object {obj} (the workload has {nobj})"))
+                }
+                Op::Poll { set } | Op::EpollWait { set } => {
+                    (set as usize >= spec.poll_sets.len()).then(|| format!("poll set {set}"))
+                }
+                Op::Spawn { spec } => (spec as usize >= nspecs).then(|| format!("task spec {spec}")),
+                _ => None,
+            };
+            if matches!(op, Op::Write { .. } | Op::Read { .. } | Op::Poll { .. } | Op::EpollWait { .. } | Op::FutexWait { .. } | Op::FutexWake { .. } | Op::Spawn { .. } | Op::WaitChildren) {
+                return Err(format!("task `{}`: IPC instruction {op:?} is not supported yet", spec.comm));
+            }
+            if let Some(what) = bad {
+                return Err(format!("task `{}` refers to {what}, which does not exist", spec.comm));
+            }
+        }
+        if let Some(o) = spec.poll_sets.iter().flatten().find(|&&o| o >= nobj) {
+            return Err(format!("task `{}` polls object {o}, which does not exist", spec.comm));
+        }
+        Ok(())
+    }
+
+    /// Creates a task instance of spec `spec_idx` (not yet runnable: a `Fork` follows).
+    fn create_task(&mut self, spec_idx: u32, parent: Option<TaskId>) -> Result<TaskId, String> {
+        let spec = &self.specs[spec_idx as usize];
         let ncpus = self.rqs.len() as u32;
         let allowed: Vec<u32> = match &spec.cpus {
             Some(list) => {
@@ -259,6 +323,10 @@ impl Sim {
             None => (0..ncpus).collect(),
         };
         let id = TaskId(self.tasks.len() as u32);
+        let nr_lat = spec.ops.iter().filter_map(|op| match op {
+            Op::LatStart { slot } | Op::LatEnd { slot, .. } => Some(*slot as usize + 1),
+            _ => None,
+        }).max().unwrap_or(0);
         let slice = spec.slice_ns.map(crate::fair::entity::clamp_custom_slice);
         self.ents.push(SchedEntity::new(spec.policy, spec.nice, slice));
         let comm: String = spec.comm.chars().take(15).collect();
@@ -266,7 +334,7 @@ impl Sim {
             pid: 1000 + id.0,
             comm,
             nice: spec.nice,
-            spec: self.specs.len() as u32,
+            spec: spec_idx,
             state: TaskState::New,
             cpu: allowed[0],
             allowed,
@@ -280,12 +348,13 @@ impl Sim {
             wakee_flips: 0,
             wakee_flip_decay_ts: 0,
             recent_used_cpu: 0,
+            parent,
+            live_children: 0,
+            lat_start: vec![0; nr_lat],
             stats: TaskStats::default(),
         });
-        self.queue.push(Nanos(spec.start_ns), Ev::Fork { task: id });
-        self.specs.push(spec);
         self.live_tasks += 1;
-        Ok(())
+        Ok(id)
     }
 
     /// Runs to the first limit (or until every task has exited) and returns the report.
@@ -383,6 +452,9 @@ impl Sim {
             idle_ns_per_cpu: self.rqs.iter().map(|r| r.idle_ns).collect(),
             wakeup_latency: self.wakeup_latency,
             tasks,
+            marks: self.marks,
+            counts: self.counts,
+            histograms: self.histograms,
         }
     }
 }
