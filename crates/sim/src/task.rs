@@ -100,6 +100,9 @@ pub struct Task {
     /// The task that spawned this one, if any, and how many of its own children still live.
     pub parent: Option<TaskId>,
     pub live_children: u32,
+    /// Position in the CPU's `cfs_tasks` list (higher = nearer the head: recently enqueued
+    /// or picked); the load balancer takes candidates from the tail.
+    pub lb_seq: u64,
     /// Start times of the task's latency measurements (`Op::LatStart`).
     pub lat_start: Vec<u64>,
     pub stats: TaskStats,

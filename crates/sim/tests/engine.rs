@@ -177,3 +177,27 @@ fn delay_dequeue_is_visible_in_nr_running() {
     assert!(on.counters.nr_switches > 0 && off.counters.nr_switches > 0);
     assert_ne!(on.tasks[1].sum_exec_runtime_ns, off.tasks[1].sum_exec_runtime_ns);
 }
+
+/// Two CPU hogs started on one CPU of smp:2 end on different CPUs: balancing works.
+#[test]
+fn balancing_spreads_two_hogs() {
+    let mut a = hog("a", 0);
+    let mut b = hog("b", 0);
+    // A pinned blocker keeps CPU 1 busy while both hogs are forked, so fork placement puts
+    // both on CPU 0; when the blocker exits after 50 ms, balancing must move one of them.
+    a.start_ns = 1_000;
+    b.start_ns = 2_000;
+    let mut blocker = task("blocker", 0, vec![Op::Run { ns: 50_000_000 }, Op::Exit]);
+    blocker.cpus = Some(vec![1]);
+    let r = run(SchedConfig::v7_3(), 2, 2, vec![blocker, a, b], true);
+    let (ta, tb) = (&r.tasks[1], &r.tasks[2]);
+    assert_eq!(r.tasks[1].stats.nr_migrations + r.tasks[2].stats.nr_migrations, 1, "one hog moved, once");
+    // Without migration both hogs would share CPU 0 for the whole run (1 s each).
+    assert!(
+        ta.sum_exec_runtime_ns + tb.sum_exec_runtime_ns > 3_800_000_000,
+        "{} {}",
+        ta.sum_exec_runtime_ns,
+        tb.sum_exec_runtime_ns
+    );
+    assert!(r.counters.nr_migrations >= 1, "{:?}", r.counters);
+}

@@ -226,6 +226,9 @@ impl Sim {
 
     /// `pick_task_fair()` (fair.c v7.3.4); newidle balancing joins with the machine model.
     fn pick_task_fair(&mut self, cpu: u32) -> Option<TaskId> {
+        if self.rqs[cpu as usize].cfs.h_nr_queued == 0 && !self.newidle_balance(cpu) {
+            return None;
+        }
         let mut f = self.fair(cpu);
         if f.cfs.h_nr_queued == 0 {
             return None;
@@ -245,8 +248,16 @@ impl Sim {
         let now = self.now;
         let from_idle = prev.is_none();
         // Threads of one process share the address space; a process switch also switches mm.
-        let same_mm = prev.is_none_or(|p| self.specs[self.tasks[p.idx()].spec as usize].mm == self.specs[self.tasks[next.idx()].spec as usize].mm);
+        let same_mm = prev.is_none_or(|p| {
+            self.specs[self.tasks[p.idx()].spec as usize].mm == self.specs[self.tasks[next.idx()].spec as usize].mm
+        });
         let cost = if same_mm { self.costs.context_switch_ns } else { self.costs.context_switch_mm_ns };
+        if from_idle {
+            self.lb_idle_exit(cpu);
+        }
+        // pick_next_task_fair() moves the picked task to the head of cfs_tasks.
+        self.lb_seq += 1;
+        self.tasks[next.idx()].lb_seq = self.lb_seq;
         let rq = &mut self.rqs[cpu as usize];
         if from_idle && let Some(since) = rq.idle_since.take() {
             rq.idle_ns += now - since;

@@ -7,6 +7,7 @@
 //! preemption points), `ttwu` (`try_to_wake_up`, fork), `tick` (the tick, hrtick and
 //! hrtimers), `exec` (what tasks do), `check` (invariants).
 
+mod balance;
 mod check;
 mod core;
 mod exec;
@@ -24,7 +25,7 @@ use crate::program::{Op, TaskSpec};
 use crate::stats::LatencyHistogram;
 use crate::task::{Step, Task, TaskId, TaskState, TaskStats};
 use crate::time::Nanos;
-use crate::topology::{Costs, Topology};
+use crate::topology::{Costs, Domains, Topology};
 
 pub use check::InvariantViolation;
 
@@ -64,6 +65,8 @@ enum Ev {
     IdleExit { cpu: u32 },
     /// A task is created (`wake_up_new_task`).
     Fork { task: TaskId },
+    /// A NOHZ idle-balance kick reaches an idle CPU.
+    NohzBalance { cpu: u32 },
 }
 
 /// What made the current reschedule request of a CPU (for tick/wakeup preemption counters).
@@ -223,6 +226,10 @@ pub struct Sim {
     marks: BTreeMap<u16, MarkStat>,
     counts: BTreeMap<u16, u64>,
     histograms: BTreeMap<u16, LatencyHistogram>,
+    domains: Domains,
+    lb: balance::Balance,
+    /// Order of the kernel's `rq->cfs_tasks` lists: bumped at every enqueue and pick.
+    lb_seq: u64,
 }
 
 impl Sim {
@@ -233,7 +240,12 @@ impl Sim {
             return Err("topology has no CPUs".into());
         }
         let params = FairParams::new(&setup.sched, ncpus);
+        let domains = setup.topology.build_domains();
+        let lb = balance::Balance::new(&domains, ncpus, setup.sched.sysctl.migration_cost_ns, setup.seed);
         let mut sim = Sim {
+            domains,
+            lb,
+            lb_seq: 0,
             params,
             costs: setup.topology.costs.clone(),
             topo: setup.topology,
@@ -256,7 +268,6 @@ impl Sim {
             counts: BTreeMap::new(),
             histograms: BTreeMap::new(),
         };
-        let _ = setup.seed; // No random stream is consumed yet by the issue-2 model.
         let nspecs = setup.tasks.len();
         for spec in &setup.tasks {
             spec.validate()?;
@@ -287,7 +298,17 @@ impl Sim {
                 Op::Spawn { spec } => (spec as usize >= nspecs).then(|| format!("task spec {spec}")),
                 _ => None,
             };
-            if matches!(op, Op::Write { .. } | Op::Read { .. } | Op::Poll { .. } | Op::EpollWait { .. } | Op::FutexWait { .. } | Op::FutexWake { .. } | Op::Spawn { .. } | Op::WaitChildren) {
+            if matches!(
+                op,
+                Op::Write { .. }
+                    | Op::Read { .. }
+                    | Op::Poll { .. }
+                    | Op::EpollWait { .. }
+                    | Op::FutexWait { .. }
+                    | Op::FutexWake { .. }
+                    | Op::Spawn { .. }
+                    | Op::WaitChildren
+            ) {
                 return Err(format!("task `{}`: IPC instruction {op:?} is not supported yet", spec.comm));
             }
             if let Some(what) = bad {
@@ -323,10 +344,15 @@ impl Sim {
             None => (0..ncpus).collect(),
         };
         let id = TaskId(self.tasks.len() as u32);
-        let nr_lat = spec.ops.iter().filter_map(|op| match op {
-            Op::LatStart { slot } | Op::LatEnd { slot, .. } => Some(*slot as usize + 1),
-            _ => None,
-        }).max().unwrap_or(0);
+        let nr_lat = spec
+            .ops
+            .iter()
+            .filter_map(|op| match op {
+                Op::LatStart { slot } | Op::LatEnd { slot, .. } => Some(*slot as usize + 1),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
         let slice = spec.slice_ns.map(crate::fair::entity::clamp_custom_slice);
         self.ents.push(SchedEntity::new(spec.policy, spec.nice, slice));
         let comm: String = spec.comm.chars().take(15).collect();
@@ -350,6 +376,7 @@ impl Sim {
             recent_used_cpu: 0,
             parent,
             live_children: 0,
+            lb_seq: 0,
             lat_start: vec![0; nr_lat],
             stats: TaskStats::default(),
         });
@@ -412,6 +439,7 @@ impl Sim {
             Ev::Ipi { cpu } => self.ipi(cpu),
             Ev::IdleExit { cpu } => self.idle_exit(cpu),
             Ev::Fork { task } => self.wake_up_new_task(task),
+            Ev::NohzBalance { cpu } => self.nohz_balance(cpu),
         }
     }
 

@@ -46,6 +46,9 @@ impl Sim {
         f.update_curr();
         let req = f.resched;
         self.resched_request(cpu, req, Origin::Irq, Cause::Tick);
+        // SCHED_SOFTIRQ at the end of the tick interrupt: periodic and NOHZ idle balancing.
+        self.periodic_balance(cpu);
+        self.nohz_kick(cpu);
         self.timer_interrupt(cpu);
         self.irq_exit(cpu);
     }

@@ -126,6 +126,7 @@ impl Sim {
         f.enqueue_task_fair(p, flags);
         let req = f.resched;
         self.tasks[p.idx()].state = TaskState::Running;
+        self.lb_enqueued(cpu, p);
         self.resched_request(cpu, req, origin, Cause::Other);
         self.hrtick_update(cpu);
         self.wakeup_preempt(cpu, p, wake_flags, origin, in_task);
@@ -146,7 +147,7 @@ impl Sim {
 
     /// `wakeup_preempt()` (core.c v7.3.4): an idle CPU always reschedules; otherwise the fair
     /// class decides.
-    fn wakeup_preempt(&mut self, cpu: u32, p: TaskId, wake_flags: u32, origin: Origin, in_task: bool) {
+    pub(super) fn wakeup_preempt(&mut self, cpu: u32, p: TaskId, wake_flags: u32, origin: Origin, in_task: bool) {
         let rq = &self.rqs[cpu as usize];
         if rq.curr.is_none() {
             self.kick_idle(cpu);
@@ -231,6 +232,7 @@ impl Sim {
         f.enqueue_task_fair(p, enq::INITIAL);
         let req = f.resched;
         self.tasks[p.idx()].state = TaskState::Running;
+        self.lb_enqueued(cpu, p);
         // The forking parent is outside the model (the workload's launcher), so the new task's
         // CPU hears of it as from another CPU.
         let origin = Origin::Remote;
