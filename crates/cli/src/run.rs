@@ -248,6 +248,8 @@ fn json_report(a: &RunArgs, cfg: &SchedConfig, topo: &Topology, wl: &Workload, r
                 "nr_wakeups_remote": t.stats.nr_wakeups_remote,
                 "nr_wakeups_migrate": t.stats.nr_wakeups_migrate,
                 "nr_wakeup_preemptions": t.stats.nr_wakeup_preemptions,
+                "se.avg.util_avg": t.util_avg,
+                "se.avg.load_avg": t.load_avg,
                 "wakeup_latency_ns": { "p50": p.p50, "p90": p.p90, "p99": p.p99, "max": p.max },
             })
         })

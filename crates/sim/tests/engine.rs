@@ -201,3 +201,14 @@ fn balancing_spreads_two_hogs() {
     );
     assert!(r.counters.nr_migrations >= 1, "{:?}", r.counters);
 }
+
+/// PELT runs with the engine: a lone hog's utilisation saturates, a task busy a quarter of the
+/// time settles near a quarter, and a hog sharing a CPU with another has full load.
+#[test]
+fn pelt_follows_the_tasks() {
+    let r = run(SchedConfig::v7_3(), 2, 2, vec![hog("hog", 0), sleeper("quarter", 1_000_000, 3_000_000)], true);
+    let hog_util = r.tasks[0].util_avg;
+    let q_util = r.tasks[1].util_avg;
+    assert!(hog_util >= 1000, "hog util {hog_util}");
+    assert!((180..=340).contains(&q_util), "quarter-busy util {q_util}");
+}

@@ -145,6 +145,7 @@ impl Sim {
         let jiffies = self.jiffies();
         let hz = u64::from(self.cfg.hz);
         self.lb.cpus[cpu as usize].idle_stamp = now.max(1);
+        self.fair(cpu).pelt_update_blocked();
         let nsd = self.domains.of(cpu).len();
         if nsd == 0 {
             return false;
@@ -222,6 +223,7 @@ impl Sim {
             return;
         }
         let idle = self.rqs[cpu as usize].curr.is_none();
+        self.fair(cpu).pelt_update_blocked();
         let hz = u64::from(self.cfg.hz);
         let max_lb_interval = (hz * self.rqs.len() as u64 / 10).max(1);
         let mut next_balance = jiffies + hz;
@@ -414,7 +416,10 @@ impl Sim {
     /// `detach_task()` + `attach_task()`: dequeue without SLEEP (lag saved, deadline made
     /// relative), move, enqueue with ENQUEUE_MIGRATED, then `wakeup_preempt(dst, p, 0)`.
     fn migrate_queued_task(&mut self, p: TaskId, src: u32, dst: u32) {
-        self.fair(src).dequeue_task_fair(p, deq::SAVE);
+        self.fair(src).dequeue_task_fair(p, deq::SAVE | deq::MIGRATING);
+        let se = &mut self.ents[p.idx()];
+        let w = crate::fair::weight::scale_load_down(se.load_weight);
+        self.rqs[src as usize].cfs.pelt.migrate_task_rq_fair(&mut se.pelt, w, true, None);
         let task = &mut self.tasks[p.idx()];
         task.cpu = dst;
         task.stats.nr_migrations += 1;

@@ -179,7 +179,12 @@ impl Sim {
                 }
                 Switch::Exit => {
                     self.tasks[p.idx()].state = TaskState::Dead;
-                    self.fair(cpu).dequeue_task_fair(p, deq::SLEEP | deq::SPECIAL);
+                    let mut f = self.fair(cpu);
+                    f.dequeue_task_fair(p, deq::SLEEP | deq::SPECIAL);
+                    // task_dead_fair(): the dead task's load leaves its last runqueue.
+                    let se = &mut f.ents[p.idx()];
+                    let w = crate::fair::weight::scale_load_down(se.load_weight);
+                    f.cfs.pelt.remove_entity_load_avg(&mut se.pelt.avg, w);
                     self.live_tasks -= 1;
                 }
             }

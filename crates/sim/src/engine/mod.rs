@@ -175,6 +175,9 @@ pub struct TaskReport {
     pub nice: i32,
     pub sum_exec_runtime_ns: u64,
     pub vruntime: u64,
+    /// `se.avg.util_avg` and `se.avg.load_avg` as last updated.
+    pub util_avg: u64,
+    pub load_avg: u64,
     pub stats: TaskStats,
 }
 
@@ -469,6 +472,8 @@ impl Sim {
                 nice: t.nice,
                 sum_exec_runtime_ns: se.sum_exec_runtime,
                 vruntime: se.vruntime,
+                util_avg: se.pelt.avg.util_avg,
+                load_avg: se.pelt.avg.load_avg,
                 stats: t.stats.clone(),
             })
             .collect();

@@ -44,6 +44,7 @@ impl Sim {
         }
         let mut f = self.fair(cpu);
         f.update_curr();
+        f.pelt_tick();
         let req = f.resched;
         self.resched_request(cpu, req, Origin::Irq, Cause::Tick);
         // SCHED_SOFTIRQ at the end of the tick interrupt: periodic and NOHZ idle balancing.

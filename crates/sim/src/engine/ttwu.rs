@@ -163,6 +163,13 @@ impl Sim {
 
     /// `set_task_cpu()` with `migrate_task_rq_fair()`: the task is not queued anywhere.
     fn set_task_cpu(&mut self, p: TaskId, cpu: u32) {
+        let src = self.tasks[p.idx()].cpu;
+        if src != cpu {
+            let src_idle_now = self.rqs[src as usize].curr.is_none().then(|| crate::pelt::pelt_clock(self.now));
+            let se = &mut self.ents[p.idx()];
+            let w = crate::fair::weight::scale_load_down(se.load_weight);
+            self.rqs[src as usize].cfs.pelt.migrate_task_rq_fair(&mut se.pelt, w, false, src_idle_now);
+        }
         let task = &mut self.tasks[p.idx()];
         if task.cpu != cpu {
             task.cpu = cpu;
@@ -229,6 +236,10 @@ impl Sim {
         };
         self.tasks[p.idx()].cpu = cpu;
         let mut f = self.fair(cpu);
+        // post_init_entity_util_avg(): a new task's utilisation from its CPU's.
+        let se = &mut f.ents[p.idx()];
+        let w = crate::fair::weight::scale_load_down(se.load_weight);
+        f.cfs.pelt.post_init_entity_util_avg(&mut se.pelt.avg, w, 1024);
         f.enqueue_task_fair(p, enq::INITIAL);
         let req = f.resched;
         self.tasks[p.idx()].state = TaskState::Running;

@@ -1,7 +1,8 @@
 //! The scheduling entity of a fair task (`struct sched_entity`, include/linux/sched.h v7.3.4).
 
 use super::tree::NodeIdx;
-use super::weight::{WEIGHT_IDLEPRIO, nice_to_weight, scale_load};
+use super::weight::{WEIGHT_IDLEPRIO, nice_to_weight, scale_load, scale_load_down};
+use crate::pelt::TaskPelt;
 
 /// The fair-class scheduling policy of a task.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,6 +51,8 @@ pub struct SchedEntity {
     pub sum_exec_runtime: u64,
     pub prev_sum_exec_runtime: u64,
     pub policy: Policy,
+    /// PELT averages of the task (`se.avg`).
+    pub pelt: TaskPelt,
     /// Handle of this entity's node while it is in the timeline.
     pub node: NodeIdx,
     pub in_tree: bool,
@@ -75,6 +78,7 @@ impl SchedEntity {
             sum_exec_runtime: 0,
             prev_sum_exec_runtime: 0,
             policy,
+            pelt: TaskPelt::new(scale_load_down(w)),
             node: 0,
             in_tree: false,
         }

@@ -18,6 +18,7 @@ pub use entity::{Policy, SchedEntity};
 
 use crate::config::{Behavior, LagClamp, ProtectVariant, SchedConfig, WakeupPreemptVariant};
 use crate::features::{Feature, FeatureSet};
+use crate::pelt::{self, CfsRqPelt, RqState, SeState};
 use crate::task::TaskId;
 use tree::{NodeKey, Timeline, before};
 use weight::{NICE_0_LOAD, calc_delta_fair, scale_load_down};
@@ -51,6 +52,8 @@ pub mod deq {
     pub const SAVE: u32 = 0x02;
     pub const DELAYED: u32 = 0x04;
     pub const SPECIAL: u32 = 0x08;
+    /// The task is being moved by load balancing (`task_on_rq_migrating()`): PELT detaches it.
+    pub const MIGRATING: u32 = 0x10;
 }
 
 /// The parameters the fair class reads, resolved once from a [`SchedConfig`].
@@ -101,6 +104,8 @@ pub struct CfsRq {
     pub h_nr_idle: u32,
     /// Σ load weight of queued entities.
     pub load_weight: u64,
+    /// PELT averages of the runqueue (`cfs_rq.avg`).
+    pub pelt: CfsRqPelt,
 }
 
 impl Default for CfsRq {
@@ -117,6 +122,7 @@ impl Default for CfsRq {
             h_nr_runnable: 0,
             h_nr_idle: 0,
             load_weight: 0,
+            pelt: CfsRqPelt::new(),
         }
     }
 }
@@ -234,6 +240,42 @@ impl<'a> Fair<'a> {
     /// `resched_curr()` (core.c v7.3.4).
     fn resched_curr(&mut self) {
         self.resched = Resched::Full;
+    }
+
+    // ---- PELT hooks (spec §5.7; the call sites of fair.c v7.3.4) ----------------------------
+
+    /// The runqueue as PELT sees it during the interval that ends now.
+    fn pelt_rq(&self) -> RqState {
+        RqState {
+            load_weight_down: scale_load_down(self.cfs.load_weight),
+            h_nr_runnable: self.cfs.h_nr_runnable,
+            running: self.cfs.curr.is_some(),
+        }
+    }
+
+    /// `update_load_avg(cfs_rq, se, flags)` (fair.c v7.3.4) for task `t` with its state so far.
+    fn pelt_update(&mut self, t: TaskId, on_rq: bool, runnable: bool, flags: u32) {
+        let rq = self.pelt_rq();
+        let running = self.cfs.curr == Some(t);
+        let se = &mut self.ents[t.idx()];
+        let state = SeState { weight_down: scale_load_down(se.load_weight), on_rq, runnable, running };
+        self.cfs.pelt.update_load_avg(pelt::pelt_clock(self.now), rq, &mut se.pelt, state, flags);
+    }
+
+    /// `entity_tick()`'s PELT update of the running task (fair.c v7.3.4).
+    pub fn pelt_tick(&mut self) {
+        if let Some(c) = self.cfs.curr
+            && self.se(c).on_rq
+        {
+            let runnable = !self.se(c).sched_delayed;
+            self.pelt_update(c, true, runnable, pelt::UPDATE_TG);
+        }
+    }
+
+    /// `update_cfs_rq_load_avg()` alone: the blocked-load update of load balancing.
+    pub fn pelt_update_blocked(&mut self) {
+        let rq = self.pelt_rq();
+        self.cfs.pelt.update_cfs_rq_load_avg(pelt::pelt_clock(self.now), rq);
     }
 
     // ---- avg_vruntime bookkeeping (§3.2) ----------------------------------------------------
@@ -601,8 +643,17 @@ impl<'a> Fair<'a> {
     pub fn enqueue_task_fair(&mut self, t: TaskId, flags: u32) {
         self.update_curr();
         if flags & enq::DELAYED != 0 {
+            let pe = self.se(t).pelt;
+            self.cfs.pelt.util_est_enqueue(&pe);
+            self.pelt_update(t, true, false, 0);
             self.requeue_delayed_entity(t);
             return;
+        }
+        {
+            let pe = self.se(t).pelt;
+            self.cfs.pelt.util_est_enqueue(&pe);
+            let runnable_before = self.se(t).on_rq && !self.se(t).sched_delayed;
+            self.pelt_update(t, false, runnable_before, pelt::UPDATE_TG | pelt::DO_ATTACH);
         }
         let is_curr = self.cfs.curr == Some(t);
         if is_curr {
@@ -639,9 +690,23 @@ impl<'a> Fair<'a> {
             let sleep = flags & deq::SLEEP != 0 && flags & deq::SPECIAL == 0;
             if self.p.feat(Feature::DELAY_DEQUEUE) && sleep && !self.entity_eligible(t) {
                 debug_assert!(!self.se(t).sched_delayed);
+                let pe = self.se(t).pelt;
+                self.cfs.pelt.util_est_dequeue(&pe);
+                self.pelt_update(t, true, true, pelt::UPDATE_UTIL_EST);
                 self.se_mut(t).sched_delayed = true;
                 self.cfs.h_nr_runnable -= 1;
                 return false;
+            }
+        }
+        {
+            let migrating = if flags & deq::MIGRATING != 0 { pelt::DO_DETACH } else { 0 };
+            if self.se(t).sched_delayed {
+                self.pelt_update(t, true, false, pelt::UPDATE_TG | migrating);
+            } else {
+                let pe = self.se(t).pelt;
+                self.cfs.pelt.util_est_dequeue(&pe);
+                let est = if flags & deq::SLEEP != 0 { pelt::UPDATE_UTIL_EST } else { 0 };
+                self.pelt_update(t, true, true, pelt::UPDATE_TG | est | migrating);
             }
         }
         let se = *self.se(t);
@@ -744,6 +809,8 @@ impl<'a> Fair<'a> {
         debug_assert_eq!(self.cfs.curr, Some(t));
         if self.se(t).on_rq {
             self.update_curr();
+            let runnable = !self.se(t).sched_delayed;
+            self.pelt_update(t, true, runnable, 0);
         }
         self.cfs.curr = None;
         if self.se(t).on_rq {
@@ -757,6 +824,8 @@ impl<'a> Fair<'a> {
         self.clear_buddies(t);
         if self.se(t).on_rq {
             self.dequeue_tree(t);
+            let runnable = !self.se(t).sched_delayed;
+            self.pelt_update(t, true, runnable, pelt::UPDATE_TG);
         }
         let now = self.now;
         let se = self.se_mut(t);
@@ -1042,12 +1111,17 @@ impl<'a> Fair<'a> {
     /// relative deadline to a new weight (the running and queued cases go through the
     /// save/restore bracket in the engine).
     pub fn reweight_dequeued(&mut self, t: TaskId, w_new: u64) {
-        let se = self.se_mut(t);
+        let se = &mut self.ents[t.idx()];
         debug_assert!(!se.on_rq || !se.in_tree);
         if se.h_weight == w_new {
             return;
         }
         let w_old = se.h_weight as i64;
+        self.cfs.pelt.reweight_entity_load_avg(
+            &mut se.pelt.avg,
+            scale_load_down(se.load_weight),
+            scale_load_down(w_new),
+        );
         se.vlag = (i128::from(se.vlag) * i128::from(w_old) / i128::from(w_new)) as i64;
         if se.rel_deadline {
             se.deadline = ((i128::from(se.deadline as i64) * i128::from(w_old)) / i128::from(w_new)) as i64 as u64;
