@@ -72,7 +72,7 @@ fn cases() -> Vec<Case> {
 }
 
 pub fn bench(a: &BenchArgs) -> anyhow::Result<()> {
-    println!("{:<20} {:>12} {:>12} {:>10} {:>12}", "case", "sim_seconds", "events", "wall_ms", "M_events/s");
+    println!("{:<20} {:>12} {:>12} {:>12} {:>10} {:>12}", "case", "sim_seconds", "events", "stale", "wall_ms", "M_events/s");
     for case in cases() {
         if a.only.as_ref().is_some_and(|o| !case.name.contains(o.as_str())) {
             continue;
@@ -91,10 +91,11 @@ pub fn bench(a: &BenchArgs) -> anyhow::Result<()> {
         let report = sim.run()?;
         let wall = t0.elapsed().as_secs_f64();
         println!(
-            "{:<20} {:>12} {:>12} {:>10.1} {:>12.2}",
+            "{:<20} {:>12} {:>12} {:>12} {:>10.1} {:>12.2}",
             case.name,
             a.seconds,
             report.events,
+            report.stale_events,
             wall * 1e3,
             report.events as f64 / wall / 1e6
         );

@@ -185,7 +185,10 @@ pub struct TaskReport {
 #[derive(Clone, Debug)]
 pub struct SimReport {
     pub simulated_ns: u64,
+    /// Events handled (a step end, tick, hrtick, timer, IPI, idle exit, fork or balance kick).
     pub events: u64,
+    /// Cancelled events popped and dropped (lazy deletion).
+    pub stale_events: u64,
     /// Why the run stopped.
     pub stop: StopReason,
     pub counters: Counters,
@@ -216,6 +219,7 @@ pub struct Sim {
     check: bool,
     now: u64,
     events: u64,
+    stale_events: u64,
     queue: EventQueue<Ev>,
     rqs: Vec<Rq>,
     ents: Vec<SchedEntity>,
@@ -257,6 +261,7 @@ impl Sim {
             check: setup.check_invariants,
             now: 0,
             events: 0,
+            stale_events: 0,
             queue: EventQueue::default(),
             rqs: (0..ncpus).map(|_| Rq::new()).collect(),
             ents: Vec::new(),
@@ -401,8 +406,11 @@ impl Sim {
             let (at, ev) = self.queue.pop().expect("peeked");
             assert!(at.0 >= self.now, "time went backwards: {} < {}", at.0, self.now);
             self.now = at.0;
-            self.events += 1;
-            self.dispatch(ev);
+            if self.dispatch(ev) {
+                self.events += 1;
+            } else {
+                self.stale_events += 1;
+            }
             if self.check {
                 self.check_invariants()?;
             }
@@ -417,24 +425,28 @@ impl Sim {
         self.now = self.now.max(t);
     }
 
-    fn dispatch(&mut self, ev: Ev) {
+    /// Handles one event; false if it was stale (cancelled by a newer generation).
+    fn dispatch(&mut self, ev: Ev) -> bool {
         match ev {
             Ev::StepEnd { cpu, generation } => {
-                if self.rqs[cpu as usize].step_gen == generation {
-                    self.step_end(cpu);
+                if self.rqs[cpu as usize].step_gen != generation {
+                    return false;
                 }
+                self.step_end(cpu);
             }
             Ev::Tick { cpu } => self.tick(cpu),
             Ev::Hrtick { cpu, generation } => {
-                if self.rqs[cpu as usize].hrtick_gen == generation {
-                    self.hrtick(cpu);
+                if self.rqs[cpu as usize].hrtick_gen != generation {
+                    return false;
                 }
+                self.hrtick(cpu);
             }
             Ev::TimerHard { cpu, task, generation } => {
-                if self.tasks[task.idx()].timer_gen == generation {
-                    self.timer_interrupt(cpu);
-                    self.irq_exit(cpu);
+                if self.tasks[task.idx()].timer_gen != generation {
+                    return false;
                 }
+                self.timer_interrupt(cpu);
+                self.irq_exit(cpu);
             }
             Ev::IrqExit { cpu } => {
                 self.irq_exit(cpu);
@@ -444,6 +456,7 @@ impl Sim {
             Ev::Fork { task } => self.wake_up_new_task(task),
             Ev::NohzBalance { cpu } => self.nohz_balance(cpu),
         }
+        true
     }
 
     /// A fair-class view of `cpu` at the current time.
@@ -480,6 +493,7 @@ impl Sim {
         SimReport {
             simulated_ns: self.now,
             events: self.events,
+            stale_events: self.stale_events,
             stop,
             counters: self.counters,
             idle_ns_per_cpu: self.rqs.iter().map(|r| r.idle_ns).collect(),
