@@ -103,6 +103,10 @@ pub struct Task {
     /// Position in the CPU's `cfs_tasks` list (higher = nearer the head: recently enqueued
     /// or picked); the load balancer takes candidates from the tail.
     pub lb_seq: u64,
+    /// The CPU the task last ran on, and the cache refill time it still owes (added to its
+    /// next user-mode computation).
+    pub last_cpu: Option<u32>,
+    pub cache_debt_ns: u64,
     /// Start times of the task's latency measurements (`Op::LatStart`).
     pub lat_start: Vec<u64>,
     pub stats: TaskStats,

@@ -18,6 +18,20 @@ pub(super) enum Origin {
     Remote,
 }
 
+/// `CPUIDLE_POLL_MIN` (drivers/cpuidle): below this predicted idle time a CPU polls.
+const CPUIDLE_POLL_MIN_NS: u64 = 10_000;
+
+/// The idle state an idle CPU sits in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum IdleState {
+    /// Polling: no IPI needed, no exit latency.
+    Poll,
+    /// A shallow C-state (C1, WFI).
+    Shallow,
+    /// The deepest state.
+    Deep,
+}
+
 /// How a task leaves the CPU in `schedule()`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Switch {
@@ -74,14 +88,20 @@ impl Sim {
     }
 
     /// Sends a reschedule IPI; several requests in flight share one.
+    /// A CPU polling in idle needs no IPI (`set_nr_if_polling()`): it sees the flag at once.
     pub(super) fn send_ipi(&mut self, cpu: u32) {
         let rq = &mut self.rqs[cpu as usize];
         if rq.ipi_pending {
             return;
         }
         rq.ipi_pending = true;
-        self.counters.nr_ipis += 1;
-        let at = self.now + self.costs.ipi_receive_ns;
+        let polling = rq.curr.is_none() && rq.idle_state == IdleState::Poll;
+        let at = if polling {
+            self.now
+        } else {
+            self.counters.nr_ipis += 1;
+            self.now + self.costs.ipi_receive_ns
+        };
         self.queue.push(Nanos(at), Ev::Ipi { cpu });
     }
 
@@ -96,15 +116,30 @@ impl Sim {
         self.queue.push(Nanos(self.now + latency), Ev::IdleExit { cpu });
     }
 
-    /// A simple idle governor: predict the idle period from the last one and pay the exit
-    /// latency of the state it would have chosen.
+    /// The exit latency of the idle state the CPU is in (chosen when it went idle).
     fn idle_exit_latency(&self, cpu: u32) -> u64 {
+        match self.rqs[cpu as usize].idle_state {
+            IdleState::Poll => 0,
+            IdleState::Shallow => self.costs.idle_exit_ns_c1,
+            IdleState::Deep => self.costs.idle_exit_ns_deep,
+        }
+    }
+
+    /// A simple idle governor in the spirit of menu: predict the coming idle period from the
+    /// last one (bounded by the next timer on this CPU) and pick the deepest state whose target
+    /// residency fits; below `CPUIDLE_POLL_MIN` (10 µs) the CPU polls.
+    fn select_idle_state(&self, cpu: u32) -> IdleState {
         let rq = &self.rqs[cpu as usize];
-        let predicted = rq.last_idle_ns.max(self.now - rq.idle_since.unwrap_or(self.now));
-        if predicted >= self.costs.idle_deep_residency_ns {
-            self.costs.idle_exit_ns_deep
+        let mut predicted = rq.last_idle_ns;
+        if let Some((&(soft, _), _)) = rq.timers.first_key_value() {
+            predicted = predicted.min(soft.saturating_sub(self.now));
+        }
+        if predicted < CPUIDLE_POLL_MIN_NS {
+            IdleState::Poll
+        } else if predicted >= self.costs.idle_deep_residency_ns {
+            IdleState::Deep
         } else {
-            self.costs.idle_exit_ns_c1
+            IdleState::Shallow
         }
     }
 
@@ -276,8 +311,14 @@ impl Sim {
         f.set_next_task_fair(next, true);
         let delay = if hrtick { f.hrtick_delay(next) } else { None };
         let req = f.resched;
+        let penalty = self.cache_cold_penalty(next, cpu);
         let task = &mut self.tasks[next.idx()];
         task.state = TaskState::Running;
+        task.cache_debt_ns += penalty;
+        task.last_cpu = Some(cpu);
+        if let Step::User { remaining } = &mut task.step {
+            *remaining += std::mem::take(&mut task.cache_debt_ns);
+        }
         if let Some(since) = task.waking_since.take() {
             task.stats.wakeup_latency.record(now - since);
             self.wakeup_latency.record(now - since);
@@ -290,8 +331,29 @@ impl Sim {
         self.start_step(cpu);
     }
 
+    /// The time a task loses refilling caches when it runs on `cpu` after running elsewhere,
+    /// by how far the caches are (`migration_*_ns`, for a 64 KiB working set).
+    fn cache_cold_penalty(&self, t: TaskId, cpu: u32) -> u64 {
+        let Some(last) = self.tasks[t.idx()].last_cpu else { return 0 };
+        if last == cpu {
+            return 0;
+        }
+        let (a, b) = (&self.topo.cpus[last as usize], &self.topo.cpus[cpu as usize]);
+        if a.smt_id == b.smt_id {
+            self.costs.migration_smt_ns
+        } else if a.llc_id == b.llc_id {
+            self.costs.migration_llc_ns
+        } else if a.node_id == b.node_id {
+            self.costs.migration_cross_llc_ns
+        } else {
+            self.costs.migration_cross_node_ns
+        }
+    }
+
     fn switch_to_idle(&mut self, cpu: u32) {
+        let state = self.select_idle_state(cpu);
         let rq = &mut self.rqs[cpu as usize];
+        rq.idle_state = state;
         rq.curr = None;
         rq.in_prologue = false;
         rq.idle_since = Some(self.now);

@@ -171,7 +171,7 @@ impl Sim {
             _ => {}
         }
         task.step = match op {
-            Op::Run { ns } => Step::User { remaining: ns },
+            Op::Run { ns } => Step::User { remaining: ns + std::mem::take(&mut task.cache_debt_ns) },
             Op::Sleep { ns } => {
                 Step::Kernel { remaining: syscall, then: AfterKernel::Sleep { soft: now + syscall + ns } }
             }

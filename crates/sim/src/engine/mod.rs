@@ -104,6 +104,8 @@ struct Rq {
     last_idle_ns: u64,
     /// An `IdleExit` is already on its way.
     idle_exit_pending: bool,
+    /// The idle state chosen when the CPU last went idle.
+    idle_state: core::IdleState,
     /// Queued remote wakeups (`rq->wake_list`), processed when the IPI arrives.
     wake_list: Vec<(TaskId, u32)>,
     /// An IPI is in flight to this CPU.
@@ -129,6 +131,7 @@ impl Rq {
             idle_ns: 0,
             last_idle_ns: 0,
             idle_exit_pending: false,
+            idle_state: core::IdleState::Shallow,
             wake_list: Vec::new(),
             ipi_pending: false,
             timers: BTreeMap::new(),
@@ -385,6 +388,8 @@ impl Sim {
             parent,
             live_children: 0,
             lb_seq: 0,
+            last_cpu: None,
+            cache_debt_ns: 0,
             lat_start: vec![0; nr_lat],
             stats: TaskStats::default(),
         });
