@@ -9,7 +9,6 @@ mod setup;
 use std::process::ExitCode;
 
 use clap::Parser;
-use sim::config::SchedConfig;
 use sim::features::Feature;
 use sim::topology::Topology;
 
@@ -41,13 +40,7 @@ fn main() -> ExitCode {
 }
 
 fn features(a: &FeaturesArgs) -> anyhow::Result<()> {
-    let Some(mut cfg) = SchedConfig::preset(&a.kernel) else {
-        return user(format!(
-            "--kernel: unknown kernel preset `{}` (known: {})",
-            a.kernel,
-            SchedConfig::PRESETS.join(", ")
-        ));
-    };
+    let mut cfg = setup::kernel_preset(&a.kernel)?;
     if let Some(list) = &a.features
         && let Err(e) = cfg.features.apply_list(list)
     {

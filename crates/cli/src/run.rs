@@ -132,8 +132,7 @@ pub fn reproduce(a: &RunArgs) -> String {
 }
 
 fn feature_tokens(f: &FeatureSet, kernel: &str) -> Vec<String> {
-    let base = SchedConfig::preset(kernel).map(|c| c.features).unwrap_or_else(FeatureSet::v7_3);
-    f.diff_from(&base)
+    sim::kernel::feature_changes(kernel, f)
 }
 
 fn write_text(

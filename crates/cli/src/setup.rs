@@ -27,13 +27,7 @@ pub fn user<T>(msg: impl Into<String>) -> Result<T, anyhow::Error> {
 
 /// The kernel configuration from `--kernel`, `--features`, `--sysctl`, `--preempt`, `--hz`.
 pub fn sched_config(a: &SimArgs) -> anyhow::Result<SchedConfig> {
-    let Some(mut cfg) = SchedConfig::preset(&a.kernel) else {
-        return user(format!(
-            "--kernel: unknown kernel preset `{}` (known: {})",
-            a.kernel,
-            SchedConfig::PRESETS.join(", ")
-        ));
-    };
+    let mut cfg = kernel_preset(&a.kernel)?;
     if let Some(list) = &a.features
         && let Err(e) = cfg.features.apply_list(list)
     {
@@ -60,6 +54,17 @@ pub fn sched_config(a: &SimArgs) -> anyhow::Result<SchedConfig> {
         cfg.hz = hz;
     }
     Ok(cfg)
+}
+
+/// A kernel preset by name, or a `UserError` listing the known ones.
+pub fn kernel_preset(name: &str) -> anyhow::Result<SchedConfig> {
+    match sim::kernel::preset(name) {
+        Some(p) => Ok(p.config()),
+        None => {
+            let known: Vec<&str> = sim::kernel::KERNELS.iter().map(|k| k.name).collect();
+            user(format!("--kernel: unknown kernel preset `{name}` (known: {})", known.join(", ")))
+        }
+    }
 }
 
 /// The machine from `--topology` (preset, `smp:N` or a TOML file) and `--cost`.

@@ -229,17 +229,6 @@ impl SchedConfig {
             preempt: PreemptModel::Lazy,
         }
     }
-    /// The kernel presets this build knows (more come with the lab's version history).
-    pub const PRESETS: &'static [&'static str] = &["v7.3"];
-
-    /// A kernel preset by name (`v7.3`, also accepted as `7.3` or `v7.3.4`).
-    pub fn preset(name: &str) -> Option<SchedConfig> {
-        match name.trim_start_matches('v') {
-            "7.3" | "7.3.4" => Some(SchedConfig::v7_3()),
-            _ => None,
-        }
-    }
-
     /// `TICK_NSEC`: `(NSEC_PER_SEC + HZ/2) / HZ`.
     pub fn tick_nsec(&self) -> u64 {
         (1_000_000_000 + u64::from(self.hz) / 2) / u64::from(self.hz)

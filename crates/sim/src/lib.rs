@@ -41,6 +41,7 @@ pub mod event;
 pub mod fair;
 pub mod features;
 pub mod ipc;
+pub mod kernel;
 pub mod pelt;
 pub mod program;
 pub mod rng;

@@ -1,0 +1,363 @@
+//! Kernel-version presets, the named patches of the brief, and the variant SPEC grammar
+//! (`v7.3 +next-buddy-eevdf NO_DELAY_DEQUEUE base_slice_ns=3000000`), from spec
+//! `kernel-fair.md` §0.1, §4 and §6.
+//!
+//! A preset sets the feature defaults and the behaviour switches of one kernel version; a patch
+//! changes exactly what the patch changed. Both are plain data on a [`SchedConfig`].
+
+use std::fmt;
+
+use crate::config::{
+    Behavior, LagClamp, PreemptModel, ProtectVariant, SchedConfig, Sysctls, WakeupPreemptVariant,
+};
+use crate::fair::weight::CalcDelta;
+use crate::features::{Feature, FeatureSet};
+
+/// A kernel preset: its name and what defines it.
+pub struct KernelPreset {
+    pub name: &'static str,
+    pub summary: &'static str,
+    build: fn() -> SchedConfig,
+}
+
+impl KernelPreset {
+    pub fn config(&self) -> SchedConfig {
+        (self.build)()
+    }
+}
+
+/// The presets, oldest first. v7.3 is the default.
+pub const KERNELS: &[KernelPreset] = &[
+    KernelPreset {
+        name: "v6.12",
+        summary: "complete EEVDF: DELAY_DEQUEUE, PREEMPT_SHORT, PLACE_REL_DEADLINE; 0.75 ms base slice, whole-request run-to-parity, no lazy preemption, multiply-shift calc_delta",
+        build: v6_12,
+    },
+    KernelPreset {
+        name: "v6.16",
+        summary: "0.70 ms base slice (6.15); wake_affine_idle ignores delayed tasks (aa3ee4f0b754)",
+        build: v6_16,
+    },
+    KernelPreset {
+        name: "v6.18",
+        summary: "vprot slice protection bounded by the shortest slice (6.17); NI_RANDOM newidle balance; old NEXT_BUDDY (off)",
+        build: v6_18,
+    },
+    KernelPreset {
+        name: "v6.19-rc6",
+        summary: "NEXT_BUDDY reimplementation enabled (e837456fdca8, aceccac58ad7) and forced wakeup preemption of an ineligible waker",
+        build: v6_19_rc6,
+    },
+    KernelPreset {
+        name: "v6.19",
+        summary: "reimplementation kept, NEXT_BUDDY off again (4f70f106bca1) and forced preemption reverted (15257cc2f905); zero_vruntime",
+        build: v6_19,
+    },
+    KernelPreset {
+        name: "v7.2",
+        summary: "HRTICK on, full-resolution avg_vruntime weights, buddy only with protect (78cde54ea5f0), NI_RATE; 6.19-7.2 wakeup preemption",
+        build: v7_2,
+    },
+    KernelPreset {
+        name: "v7.3",
+        summary: "flat runqueue; slice protection ends at ineligibility with shorter slices queued, short-eligible preemption, delayed tasks never preempt (reference, default)",
+        build: SchedConfig::v7_3,
+    },
+];
+
+/// Looks a preset up: `v7.3`, `7.3` and `v7.3.4` name the same one.
+pub fn preset(name: &str) -> Option<&'static KernelPreset> {
+    let want = name.strip_prefix('v').unwrap_or(name);
+    KERNELS.iter().find(|k| {
+        let have = &k.name[1..];
+        want == have || want.strip_prefix(have).is_some_and(|rest| rest.starts_with('.') && rest[1..].chars().all(|c| c.is_ascii_digit()))
+    })
+}
+
+fn v7_2() -> SchedConfig {
+    let mut c = SchedConfig::v7_3();
+    c.kernel = "v7.2".into();
+    c.behavior.wakeup_preempt = WakeupPreemptVariant::V7_2;
+    c.behavior.protect = ProtectVariant::V6_17;
+    c.behavior.place_lag_split_div = false;
+    c
+}
+
+fn v6_19() -> SchedConfig {
+    let mut c = v7_2();
+    c.kernel = "v6.19".into();
+    c.features.set(Feature::HRTICK, false);
+    c.features.set(Feature::HRTICK_DL, false);
+    c.features.set(Feature::NI_RATE, false);
+    c.behavior.avg_full_weight = false;
+    c.behavior.lag_clamp = LagClamp::TwiceSlice;
+    c
+}
+
+fn v6_19_rc6() -> SchedConfig {
+    let mut c = v6_19();
+    c.kernel = "v6.19-rc6".into();
+    c.features.set(Feature::NEXT_BUDDY, true);
+    c.behavior.force_wakeup_preempt = true;
+    c
+}
+
+fn v6_18() -> SchedConfig {
+    let mut c = v6_19();
+    c.kernel = "v6.18".into();
+    c.behavior.wakeup_preempt = WakeupPreemptVariant::V6_18;
+    // x86-64 kernels up to 6.18 still offer none/voluntary; distributions ship voluntary.
+    c.preempt = PreemptModel::Voluntary;
+    c
+}
+
+fn v6_16() -> SchedConfig {
+    let mut c = v6_18();
+    c.kernel = "v6.16".into();
+    c.behavior.protect = ProtectVariant::V6_16;
+    c.features.set(Feature::NI_RANDOM, false);
+    c
+}
+
+fn v6_12() -> SchedConfig {
+    let mut c = v6_16();
+    c.kernel = "v6.12".into();
+    c.sysctl = Sysctls { normalized_base_slice_ns: 750_000, ..Sysctls::v7_3() };
+    c.behavior = Behavior {
+        wa_idle_ignore_delayed: false,
+        has_lazy: false,
+        calc_delta: CalcDelta::MulShift,
+        ..c.behavior
+    };
+    c.preempt = PreemptModel::Voluntary;
+    c
+}
+
+/// A named patch of the brief.
+pub struct Patch {
+    pub name: &'static str,
+    pub summary: &'static str,
+    pub reference: &'static str,
+    /// Whether a configuration already has the patch.
+    contains: fn(&SchedConfig) -> bool,
+    /// Whether the code the patch changes exists in this configuration at all.
+    applies: fn(&SchedConfig) -> bool,
+    apply: fn(&mut SchedConfig),
+    revert: fn(&mut SchedConfig),
+}
+
+pub const PATCHES: &[Patch] = &[
+    Patch {
+        name: "preempt-sync-runtime-fix",
+        summary: "preempt_sync() measures the waker's runtime since it was picked (sum_exec_runtime - prev_sum_exec_runtime), not rq_clock_task - exec_start (always 0 after update_curr)",
+        reference: "unmerged as of 7.3.4 (kernel-fair.md §6.3); fixes e837456fdca8",
+        contains: |c| c.behavior.preempt_sync_runtime_fix,
+        applies: |c| c.behavior.wakeup_preempt != WakeupPreemptVariant::V6_18,
+        apply: |c| c.behavior.preempt_sync_runtime_fix = true,
+        revert: |c| c.behavior.preempt_sync_runtime_fix = false,
+    },
+    Patch {
+        name: "revert-force-wakeup-preemption",
+        summary: "drop \"reschedule if the waker is no longer eligible\" from the wakeup preemption path",
+        reference: "15257cc2f905 (6.19-rc7), https://patch.msgid.link/20260123102858.52428-1-vincent.guittot@linaro.org",
+        contains: |c| !c.behavior.force_wakeup_preempt && c.behavior.wakeup_preempt != WakeupPreemptVariant::V6_18,
+        applies: |c| c.behavior.force_wakeup_preempt,
+        apply: |c| c.behavior.force_wakeup_preempt = false,
+        revert: |c| c.behavior.force_wakeup_preempt = true,
+    },
+    Patch {
+        name: "next-buddy-eevdf",
+        summary: "the NEXT_BUDDY reimplementation aligned with EEVDF (set_preempt_buddy, preempt_sync, wakeup preemption actions), with NEXT_BUDDY enabled",
+        reference: "e837456fdca8 + aceccac58ad7 (6.19-rc1), https://patch.msgid.link/20251112122521.1331238-3-mgorman@techsingularity.net",
+        contains: |c| c.features.has(Feature::NEXT_BUDDY) && c.behavior.wakeup_preempt != WakeupPreemptVariant::V6_18,
+        applies: |_| true,
+        apply: |c| {
+            if c.behavior.wakeup_preempt == WakeupPreemptVariant::V6_18 {
+                c.behavior.wakeup_preempt = WakeupPreemptVariant::V7_2;
+            }
+            c.features.set(Feature::NEXT_BUDDY, true);
+        },
+        revert: |c| {
+            c.features.set(Feature::NEXT_BUDDY, false);
+            if c.behavior.wakeup_preempt == WakeupPreemptVariant::V7_2 && c.behavior.force_wakeup_preempt {
+                c.behavior.force_wakeup_preempt = false;
+            }
+        },
+    },
+    Patch {
+        name: "wake-affine-idle-delayed-fix",
+        summary: "wake_affine_idle() counts only really-running tasks, not delayed-dequeue entities, in the sync \"waker is alone\" test",
+        reference: "aa3ee4f0b754 (6.16), https://lore.kernel.org/r/20250303105241.17251-2-xuewen.yan@unisoc.com",
+        contains: |c| c.behavior.wa_idle_ignore_delayed,
+        applies: |_| true,
+        apply: |c| c.behavior.wa_idle_ignore_delayed = true,
+        revert: |c| c.behavior.wa_idle_ignore_delayed = false,
+    },
+    Patch {
+        name: "wake-affine-sync-reciprocal",
+        summary: "keep the wake-affine waker CPU for narrow reciprocal WF_SYNC wakeups on non-SMT systems when the waker's runqueue has no other runnable fair task, skipping select_idle_sibling",
+        reference: "unmerged v5, https://lore.kernel.org/all/20261008-b4-sched-sync-wakeup-v5-1-1af9fab48965@gentwo.org/",
+        contains: |c| c.behavior.sync_reciprocal_waker_cpu,
+        applies: |_| true,
+        apply: |c| c.behavior.sync_reciprocal_waker_cpu = true,
+        revert: |c| c.behavior.sync_reciprocal_waker_cpu = false,
+    },
+];
+
+pub fn patch(name: &str) -> Option<&'static Patch> {
+    PATCHES.iter().find(|p| p.name == name)
+}
+
+/// A SPEC that cannot be used: the message names the token.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpecError(pub String);
+
+impl fmt::Display for SpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SpecError {}
+
+/// A resolved variant: the configuration, the patches applied and reverted (in order), and the
+/// SPEC text it came from.
+#[derive(Clone, Debug)]
+pub struct Variant {
+    pub spec: String,
+    pub config: SchedConfig,
+    pub patches: Vec<String>,
+}
+
+/// Parses a SPEC: an optional kernel preset, then `+patch`, `-patch`, `FEATURE`, `NO_FEATURE`
+/// and `key=value` tokens (sysctls, `preempt=`, `hz=`), separated by spaces or commas. Without
+/// a preset the tokens apply on top of `base` (or v7.3 when there is none).
+pub fn parse_spec(spec: &str, base: Option<&Variant>) -> Result<Variant, SpecError> {
+    let mut tokens = spec.split([' ', ',']).filter(|t| !t.is_empty()).peekable();
+    let (mut config, mut patches) = match tokens.peek().and_then(|t| preset(t)) {
+        Some(p) => {
+            tokens.next();
+            (p.config(), Vec::new())
+        }
+        None => match base {
+            Some(b) => (b.config.clone(), b.patches.clone()),
+            None => (SchedConfig::v7_3(), Vec::new()),
+        },
+    };
+    for tok in tokens {
+        if let Some(name) = tok.strip_prefix('+') {
+            let p = find_patch(name)?;
+            if (p.contains)(&config) {
+                return Err(SpecError(format!("`{tok}`: {} already contains {}", config.kernel, p.name)));
+            }
+            if !(p.applies)(&config) {
+                return Err(SpecError(format!("`{tok}`: {} does not have the code {} changes", config.kernel, p.name)));
+            }
+            (p.apply)(&mut config);
+            patches.push(tok.to_string());
+        } else if let Some(name) = tok.strip_prefix('-') {
+            let p = find_patch(name)?;
+            if !(p.contains)(&config) {
+                return Err(SpecError(format!("`{tok}`: {} does not contain {}, nothing to revert", config.kernel, p.name)));
+            }
+            (p.revert)(&mut config);
+            patches.push(tok.to_string());
+        } else if let Some((k, v)) = tok.split_once('=') {
+            match k {
+                "preempt" => {
+                    config.preempt = PreemptModel::parse(v)
+                        .ok_or_else(|| SpecError(format!("`{tok}`: preempt must be none, voluntary, full or lazy")))?;
+                }
+                "hz" => {
+                    config.hz = v
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|hz| (24..=10_000).contains(hz))
+                        .ok_or_else(|| SpecError(format!("`{tok}`: hz must be a number in 24..=10000")))?;
+                }
+                _ => config.sysctl.set(k, v).map_err(|e| SpecError(format!("`{tok}`: {e}")))?,
+            }
+        } else if preset(tok).is_some() {
+            return Err(SpecError(format!("`{tok}`: the kernel preset must be the first token")));
+        } else {
+            config.features.apply(tok).map_err(|e| SpecError(format!("`{tok}`: {e}")))?;
+        }
+    }
+    Ok(Variant { spec: spec.trim().to_string(), config, patches })
+}
+
+fn find_patch(name: &str) -> Result<&'static Patch, SpecError> {
+    patch(name).ok_or_else(|| {
+        let known: Vec<&str> = PATCHES.iter().map(|p| p.name).collect();
+        SpecError(format!("unknown patch `{name}` (known: {})", known.join(", ")))
+    })
+}
+
+/// The feature tokens that turn a preset's defaults into `features`.
+pub fn feature_changes(kernel: &str, features: &FeatureSet) -> Vec<String> {
+    let base = preset(kernel).map(|p| p.config().features).unwrap_or_else(FeatureSet::v7_3);
+    features.diff_from(&base)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_by_name() {
+        assert_eq!(preset("v7.3").unwrap().name, "v7.3");
+        assert_eq!(preset("7.3.4").unwrap().name, "v7.3");
+        assert_eq!(preset("v6.19-rc6").unwrap().name, "v6.19-rc6");
+        assert!(preset("v6.1").is_none());
+        assert!(preset("v7.30").is_none());
+        for k in KERNELS {
+            assert_eq!(k.config().kernel, k.name, "preset {} names itself", k.name);
+        }
+    }
+
+    /// The version switches spec §0.1 lists.
+    #[test]
+    fn presets_follow_the_timeline() {
+        let rc6 = preset("v6.19-rc6").unwrap().config();
+        assert!(rc6.features.has(Feature::NEXT_BUDDY) && rc6.behavior.force_wakeup_preempt);
+        let v619 = preset("v6.19").unwrap().config();
+        assert!(!v619.features.has(Feature::NEXT_BUDDY) && !v619.behavior.force_wakeup_preempt);
+        assert_eq!(v619.behavior.wakeup_preempt, WakeupPreemptVariant::V7_2);
+        assert!(!v619.features.has(Feature::HRTICK) && preset("v7.2").unwrap().config().features.has(Feature::HRTICK));
+        assert_eq!(preset("v6.18").unwrap().config().behavior.wakeup_preempt, WakeupPreemptVariant::V6_18);
+        assert!(!preset("v6.12").unwrap().config().behavior.wa_idle_ignore_delayed);
+        assert!(preset("v6.16").unwrap().config().behavior.wa_idle_ignore_delayed);
+        assert_eq!(preset("v6.12").unwrap().config().sysctl.base_slice(8), 3_000_000);
+        assert_eq!(preset("v7.3").unwrap().config().sysctl.base_slice(8), 2_800_000);
+    }
+
+    #[test]
+    fn specs_apply_tokens_in_order() {
+        let base = parse_spec("v7.3", None).unwrap();
+        let v = parse_spec("+preempt-sync-runtime-fix NEXT_BUDDY base_slice_ns=3000000 preempt=full", Some(&base)).unwrap();
+        assert!(v.config.behavior.preempt_sync_runtime_fix && v.config.features.has(Feature::NEXT_BUDDY));
+        assert_eq!(v.config.sysctl.base_slice_ns, Some(3_000_000));
+        assert_eq!(v.config.preempt, PreemptModel::Full);
+        assert_eq!(v.patches, ["+preempt-sync-runtime-fix"]);
+        let v = parse_spec("v6.19-rc6,-next-buddy-eevdf", None).unwrap();
+        assert!(!v.config.features.has(Feature::NEXT_BUDDY));
+        let v = parse_spec("v6.19-rc6 +revert-force-wakeup-preemption", None).unwrap();
+        assert!(!v.config.behavior.force_wakeup_preempt);
+        let v = parse_spec("v6.12 +wake-affine-idle-delayed-fix", None).unwrap();
+        assert!(v.config.behavior.wa_idle_ignore_delayed);
+    }
+
+    #[test]
+    fn spec_errors_name_the_token() {
+        let err = |s: &str| parse_spec(s, None).unwrap_err().0;
+        assert!(err("v7.3 +wake-affine-idle-delayed-fix").contains("already contains"));
+        assert!(err("v7.3 -wake-affine-sync-reciprocal").contains("nothing to revert"));
+        assert!(err("v7.3 +revert-force-wakeup-preemption").contains("already contains"));
+        assert!(err("v6.18 +preempt-sync-runtime-fix").contains("does not have the code"));
+        assert!(err("v7.3 +no-such-patch").contains("unknown patch"));
+        assert!(err("v7.3 NO_SUCH").contains("NO_SUCH"));
+        assert!(err("v7.3 v7.2").contains("first token"));
+        assert!(err("v7.3 preempt=rt").contains("preempt=rt"));
+        assert!(err("v7.3 bogus_ns=1").contains("bogus_ns"));
+    }
+}
