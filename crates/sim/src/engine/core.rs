@@ -213,6 +213,7 @@ impl Sim {
                     self.fair(cpu).dequeue_task_fair(p, deq::SLEEP);
                 }
                 Switch::Exit => {
+                    self.ipc_task_exited(cpu, p);
                     self.tasks[p.idx()].state = TaskState::Dead;
                     let mut f = self.fair(cpu);
                     f.dequeue_task_fair(p, deq::SLEEP | deq::SPECIAL);

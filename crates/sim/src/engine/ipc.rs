@@ -1,18 +1,399 @@
-//! IPC system calls (pipes, sockets, futexes, poll, spawn and wait): placeholder until the
-//! IPC objects land. `TaskSpec`s using these instructions are rejected by `Sim::new`.
+//! IPC system calls (pipes, sockets, futexes, eventfds, poll, spawn and wait; spec
+//! workloads.md §1): the engine side of [`crate::ipc`].
+//!
+//! A system call runs in up to two kernel-mode stretches:
+//! 1. `ipc_fetch` attempts the operation on the object at once (state changes are atomic at
+//!    the start of the call), queues the task on the object if it must sleep, and returns a
+//!    kernel step of `syscall_ns` (only on entry, not on a retry inside the same call) + the
+//!    operation's base cost ([`IpcCosts`](crate::ipc::IpcCosts)) + the copy (`copy_ns_per_kib`).
+//! 2. At its end, `ipc_complete` issues the wakes the object asked for — after the copy and
+//!    the unlock, as the kernel does — with `try_to_wake_up(p, flags, cpu, current, in_task)`,
+//!    then charges the waker's side of each wakeup (`wakeup_local_ns` for a direct enqueue,
+//!    `wakeup_remote_ipi_ns` for a wake-list + IPI wakeup, `wakeup_polling_idle_ns` for a
+//!    wake-list wakeup of a polling idle CPU, nothing for a task that was not asleep) as a
+//!    second stretch. So the wakee becomes runnable at the start of the waker's
+//!    `try_to_wake_up` time rather than during it.
+//!
+//! Then the task returns to user mode (a preemption point) or sleeps: its program counter is
+//! rewound so that the operation is retried when it is woken, with `resumed = true` (no
+//! syscall entry cost, the object continues the same call). Progress (bytes already written or
+//! read) is kept per task here, so a retry never counts anything twice.
+//!
+//! Approximations: data written is visible to readers from the start of the write call, not
+//! from the end of its copy (≈ 0.3 µs early; two tasks in perfect lockstep on two CPUs may then
+//! never block). A softirq-context wake (`in_task` false, TCP) that asks the waker's own CPU to
+//! reschedule is acted upon at the end of the system call, not at the `local_bh_enable()` that
+//! ran the softirq.
+//!
+//! A task queued on an object but still in its kernel stretch is "about to sleep" (in the
+//! kernel its state is already `TASK_INTERRUPTIBLE`); a wake that reaches it then is recorded
+//! and, instead of sleeping, it retries at once (the wait loop's re-check).
+//!
+//! `Spawn` creates the child at the end of the fork call and calls `wake_up_new_task` in the
+//! parent's context (no event); the child inherits `wakee_flips`/`last_wakee` and starts on
+//! the parent's CPU before fork placement, as `dup_task_struct`/`sched_fork` leave it.
+//! `WaitChildren` is a `wait()` loop: each child exit wakes a waiting parent, which reaps and
+//! waits again (a new call) until no child is left. **Deviation:** `__wake_up_parent` passes
+//! WF_SYNC, but the waker is exiting, so `select_task_rq_fair` treats it as non-sync; the engine
+//! has no "waker exiting" input, so the wake is issued without WF_SYNC (placement is right; it
+//! is not counted in `nr_wakeups_sync`, and NEXT_BUDDY's `preempt_sync` does not see it).
 
 use super::Sim;
-use crate::program::Op;
-use crate::task::{Step, TaskId};
+use super::core::{IdleState, Switch};
+use crate::ipc::{IpcParams, Object, ObjectSpec, Wake};
+use crate::program::{Op, TaskSpec};
+use crate::task::{AfterKernel, Step, TaskId, TaskState};
+
+/// The IPC objects of a run and per-task system call progress.
+pub(super) struct IpcState {
+    objects: Vec<Object>,
+    /// Indexed by task id; grows as tasks are created.
+    tasks: Vec<TaskIpc>,
+    params: IpcParams,
+}
+
+/// Which stretch of the call is running.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Phase {
+    /// Entry, the operation and the copy; the wakes are issued at its end.
+    #[default]
+    Syscall,
+    /// The waker's `try_to_wake_up` work.
+    Wakes,
+}
+
+/// How the call ends.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Outcome {
+    /// Return to user mode; the instruction is complete.
+    #[default]
+    Done,
+    /// Return to user mode and issue the instruction again as a new call (a short read of an
+    /// `exact` read loop).
+    Again,
+    /// Sleep on the object; retry the instruction inside the same call when woken.
+    Block,
+    /// Create a task of this spec, then return.
+    Spawn { spec: u32 },
+}
+
+/// One task's IPC system call in progress.
+#[derive(Clone, Debug, Default)]
+struct TaskIpc {
+    /// The instruction the progress belongs to.
+    op_pc: Option<u32>,
+    /// Bytes already written / read by this instruction.
+    done: u32,
+    /// The task slept inside this instruction's call: the next attempt continues it.
+    resumed: bool,
+    /// The call will sleep at the end of its kernel time (queued, about to sleep).
+    will_block: bool,
+    /// A wake arrived while `will_block`.
+    woken: bool,
+    phase: Phase,
+    outcome: Outcome,
+    /// Wakes to issue at the end of the `Syscall` stretch.
+    wakes: Vec<Wake>,
+    /// Objects on which the task has poll entries (during a `Poll`/`EpollWait`).
+    polled: Vec<u32>,
+    /// Sleeping (or about to sleep) in `WaitChildren`.
+    waiting_children: bool,
+}
+
+impl IpcState {
+    /// Builds the objects and checks that every IPC instruction fits its object's kind.
+    /// Out-of-range indices are left to `Sim::check_spec_refs`.
+    pub(super) fn new(objects: &[ObjectSpec], specs: &[TaskSpec], ncpus: u32) -> Result<IpcState, String> {
+        for (i, o) in objects.iter().enumerate() {
+            o.validate().map_err(|e| format!("object {i}: {e}"))?;
+        }
+        for spec in specs {
+            let comm = &spec.comm;
+            for (i, op) in spec.ops.iter().enumerate() {
+                let bad = match *op {
+                    Op::Write { obj, .. } | Op::Read { obj, .. } => objects
+                        .get(obj as usize)
+                        .is_some_and(|o| !o.is_stream())
+                        .then(|| format!("reads or writes object {obj}, a futex")),
+                    Op::FutexWait { obj } | Op::FutexWake { obj, .. } => objects
+                        .get(obj as usize)
+                        .is_some_and(|o| *o != ObjectSpec::Futex)
+                        .then(|| format!("uses object {obj} as a futex, but it is {:?}", objects[obj as usize])),
+                    Op::Poll { set } | Op::EpollWait { set } => spec
+                        .poll_sets
+                        .get(set as usize)
+                        .is_some_and(|s| s.is_empty())
+                        .then(|| format!("polls the empty poll set {set}")),
+                    Op::Spawn { spec: s } => specs.get(s as usize).and_then(|child| {
+                        let cpus = child.cpus.as_ref()?;
+                        (cpus.is_empty() || cpus.iter().any(|&c| c >= ncpus))
+                            .then(|| format!("spawns `{}`, whose CPU list does not fit the {ncpus} CPUs", child.comm))
+                    }),
+                    _ => None,
+                };
+                if let Some(what) = bad {
+                    return Err(format!("task `{comm}` (op {i}) {what}"));
+                }
+            }
+            if let Some(o) =
+                spec.poll_sets.iter().flatten().find(|&&o| objects.get(o as usize).is_some_and(|s| !s.is_pollable()))
+            {
+                return Err(format!("task `{comm}` polls object {o}, a futex"));
+            }
+        }
+        let params = IpcParams::v7_3();
+        Ok(IpcState {
+            objects: objects.iter().map(|o| Object::new(o, &params.behavior)).collect(),
+            tasks: Vec::new(),
+            params,
+        })
+    }
+}
+
+/// The per-task entry, created on first use.
+fn entry(tasks: &mut Vec<TaskIpc>, t: TaskId) -> &mut TaskIpc {
+    if tasks.len() <= t.idx() {
+        tasks.resize_with(t.idx() + 1, TaskIpc::default);
+    }
+    &mut tasks[t.idx()]
+}
+
+/// Copy cost of `bytes` at `per_kib` ns per KiB, rounded up.
+fn copy_ns(bytes: u32, per_kib: u64) -> u64 {
+    (u64::from(bytes) * per_kib).div_ceil(1024)
+}
 
 impl Sim {
-    /// Starts an IPC system call of `t`.
-    pub(super) fn ipc_fetch(&mut self, _t: TaskId, op: &Op) -> Step {
-        unreachable!("IPC instruction {op:?} reached the engine, but Sim::new rejects them")
+    /// Replaces the IPC model's parameters (kernel-version switches and per-operation costs).
+    /// Call it between `Sim::new` and `run`: the objects are rebuilt empty.
+    pub fn set_ipc_params(&mut self, params: IpcParams) {
+        assert_eq!(self.events, 0, "IPC parameters can only be set before the run");
+        self.ipc.params = params;
+        self.ipc.objects = self.objects.iter().map(|o| Object::new(o, &params.behavior)).collect();
     }
 
-    /// Completes the IPC system call of `t` on `cpu`. Returns false if the CPU switched tasks.
-    pub(super) fn ipc_complete(&mut self, _cpu: u32, _t: TaskId) -> bool {
-        unreachable!("no IPC system call can be in progress")
+    /// The IPC model's parameters.
+    pub fn ipc_params(&self) -> &IpcParams {
+        &self.ipc.params
+    }
+
+    /// Starts an IPC system call of `t` (its pc already points past `op`): attempts the
+    /// operation and returns the kernel step of the call.
+    pub(super) fn ipc_fetch(&mut self, t: TaskId, op: &Op) -> Step {
+        let task = &self.tasks[t.idx()];
+        let pc = task.pc - 1;
+        let live_children = task.live_children;
+        let spec_idx = task.spec as usize;
+        let syscall_ns = self.costs.syscall_ns;
+        let per_kib = self.costs.copy_ns_per_kib;
+        let IpcParams { behavior, costs } = self.ipc.params;
+        let IpcState { objects, tasks, .. } = &mut self.ipc;
+        let st = entry(tasks, t);
+        if st.op_pc != Some(pc) {
+            debug_assert!(st.polled.is_empty() && !st.waiting_children, "task {} left an IPC call unfinished", t.0);
+            st.op_pc = Some(pc);
+            st.done = 0;
+            st.resumed = false;
+        }
+        let resumed = st.resumed;
+        let mut cost = if resumed { 0 } else { syscall_ns };
+        let mut wakes = std::mem::take(&mut st.wakes);
+        wakes.clear();
+        let outcome = match *op {
+            Op::Write { obj, bytes } => {
+                let o = &mut objects[obj as usize];
+                let x = o.write(t, bytes.saturating_sub(st.done), resumed, &mut wakes);
+                st.done = st.done.saturating_add(x.bytes);
+                cost += o.write_cost(&costs) + copy_ns(x.bytes, per_kib);
+                if x.blocked { Outcome::Block } else { Outcome::Done }
+            }
+            Op::Read { obj, bytes, exact } => {
+                let o = &mut objects[obj as usize];
+                let x = o.read(t, bytes.saturating_sub(st.done), resumed, &mut wakes);
+                st.done = st.done.saturating_add(x.bytes);
+                cost += o.read_cost(&costs) + copy_ns(x.bytes, per_kib);
+                if x.blocked {
+                    Outcome::Block
+                } else if exact && st.done < bytes && !matches!(o, Object::EventFd(_)) {
+                    Outcome::Again
+                } else {
+                    Outcome::Done
+                }
+            }
+            Op::Poll { set } | Op::EpollWait { set } => {
+                // Poll entries are non-exclusive; epoll inherits WF_SYNC only from 6.10.
+                let keep_sync = matches!(op, Op::Poll { .. }) || behavior.epoll_sync;
+                let set = &self.specs[spec_idx].poll_sets[set as usize];
+                cost += costs.poll_ns;
+                if behavior.pipe_poll_usage {
+                    for &o in set {
+                        if let Object::Pipe(p) = &mut objects[o as usize] {
+                            p.poll_usage = true;
+                        }
+                    }
+                }
+                if set.iter().any(|&o| objects[o as usize].readable()) {
+                    for o in st.polled.drain(..) {
+                        objects[o as usize].poll_unregister(t);
+                    }
+                    Outcome::Done
+                } else {
+                    for &o in set {
+                        objects[o as usize].poll_register(t, keep_sync, behavior.pipe_poll_usage);
+                        if !st.polled.contains(&o) {
+                            st.polled.push(o);
+                        }
+                    }
+                    Outcome::Block
+                }
+            }
+            Op::FutexWait { obj } => {
+                let Object::Futex(f) = &mut objects[obj as usize] else { unreachable!("validated") };
+                cost += costs.futex_wait_ns;
+                if f.wait(t, resumed) { Outcome::Block } else { Outcome::Done }
+            }
+            Op::FutexWake { obj, n } => {
+                let Object::Futex(f) = &mut objects[obj as usize] else { unreachable!("validated") };
+                cost += costs.futex_wake_ns;
+                f.wake(n, &mut wakes);
+                Outcome::Done
+            }
+            Op::Spawn { spec } => {
+                cost += costs.spawn_ns;
+                Outcome::Spawn { spec }
+            }
+            Op::WaitChildren => {
+                // Every wait() pass is a call of its own (the program loops over wait()).
+                cost = syscall_ns + costs.wait_ns;
+                st.waiting_children = live_children > 0;
+                if st.waiting_children { Outcome::Block } else { Outcome::Done }
+            }
+            _ => unreachable!("{op:?} is not an IPC instruction"),
+        };
+        st.outcome = outcome;
+        st.will_block = outcome == Outcome::Block;
+        st.woken = false;
+        st.phase = Phase::Syscall;
+        st.wakes = wakes;
+        Step::Kernel { remaining: cost, then: AfterKernel::Ipc }
+    }
+
+    /// The end of a kernel stretch of `t`'s IPC call on `cpu`. Returns false if the CPU
+    /// switched tasks.
+    pub(super) fn ipc_complete(&mut self, cpu: u32, t: TaskId) -> bool {
+        let st = entry(&mut self.ipc.tasks, t);
+        if st.phase == Phase::Syscall {
+            st.phase = Phase::Wakes;
+            let mut wakes = std::mem::take(&mut st.wakes);
+            if let Outcome::Spawn { spec } = st.outcome {
+                self.ipc_spawn(cpu, t, spec);
+            }
+            let mut cost = 0;
+            for &w in &wakes {
+                cost += self.ipc_wake(cpu, t, w);
+            }
+            wakes.clear();
+            entry(&mut self.ipc.tasks, t).wakes = wakes;
+            if cost > 0 {
+                self.tasks[t.idx()].step = Step::Kernel { remaining: cost, then: AfterKernel::Ipc };
+                return true;
+            }
+        }
+        self.ipc_finish(cpu, t)
+    }
+
+    /// Returns to user mode, or sleeps with the instruction rewound for its retry.
+    fn ipc_finish(&mut self, cpu: u32, t: TaskId) -> bool {
+        let st = entry(&mut self.ipc.tasks, t);
+        match st.outcome {
+            Outcome::Done | Outcome::Spawn { .. } => {
+                st.op_pc = None;
+                st.done = 0;
+                st.resumed = false;
+                !self.return_to_user(cpu)
+            }
+            Outcome::Again => {
+                st.resumed = false;
+                self.tasks[t.idx()].pc -= 1;
+                !self.return_to_user(cpu)
+            }
+            Outcome::Block => {
+                st.resumed = true;
+                st.will_block = false;
+                self.tasks[t.idx()].pc -= 1;
+                if std::mem::take(&mut st.woken) {
+                    // Woken before it slept: the wait loop re-checks at once (the step is
+                    // `Next`, so the retry is fetched now).
+                    return true;
+                }
+                self.schedule(cpu, Switch::Block);
+                false
+            }
+        }
+    }
+
+    /// Issues one wake from `waker` running on `cpu`; returns the waker-side cost.
+    fn ipc_wake(&mut self, cpu: u32, waker: TaskId, w: Wake) -> u64 {
+        let st = entry(&mut self.ipc.tasks, w.task);
+        if st.will_block {
+            st.woken = true;
+            return 0;
+        }
+        if self.tasks[w.task.idx()].state != TaskState::Blocked {
+            // Already woken (a poller reached by several sources, a runnable task).
+            return 0;
+        }
+        debug_assert!(st.resumed && st.op_pc.is_some(), "task {} is woken by IPC but sleeps elsewhere", w.task.0);
+        self.try_to_wake_up(w.task, w.flags, cpu, Some(waker), w.in_task);
+        let task = &self.tasks[w.task.idx()];
+        match task.state {
+            // Queued on the target's wake list: an IPI, unless the target polls in idle.
+            TaskState::Waking => {
+                let rq = &self.rqs[task.cpu as usize];
+                if rq.curr.is_none() && rq.idle_state == IdleState::Poll {
+                    self.costs.wakeup_polling_idle_ns
+                } else {
+                    self.costs.wakeup_remote_ipi_ns
+                }
+            }
+            _ => self.costs.wakeup_local_ns,
+        }
+    }
+
+    /// The end of `fork`/`clone` in `parent` on `cpu`.
+    fn ipc_spawn(&mut self, cpu: u32, parent: TaskId, spec: u32) {
+        let child = self.create_task(spec, Some(parent)).expect("Sim::new validated spawned CPU lists");
+        let (flips, last, decay) = {
+            let p = &self.tasks[parent.idx()];
+            (p.wakee_flips, p.last_wakee, p.wakee_flip_decay_ts)
+        };
+        let c = &mut self.tasks[child.idx()];
+        c.wakee_flips = flips;
+        c.last_wakee = last;
+        c.wakee_flip_decay_ts = decay;
+        if c.allows(cpu) {
+            // sched_fork(): __set_task_cpu(p, smp_processor_id()).
+            c.cpu = cpu;
+        }
+        self.tasks[parent.idx()].live_children += 1;
+        self.wake_up_new_task(child);
+    }
+
+    /// Exit notification (`exit_notify` → `do_notify_parent` → `__wake_up_parent`), called by
+    /// `schedule()` for a task `p` exiting on `cpu` before it leaves the runqueue.
+    pub(super) fn ipc_task_exited(&mut self, cpu: u32, p: TaskId) {
+        if let Some(st) = self.ipc.tasks.get_mut(p.idx()) {
+            *st = TaskIpc::default();
+        }
+        let Some(parent) = self.tasks[p.idx()].parent else { return };
+        let par = &mut self.tasks[parent.idx()];
+        if par.state == TaskState::Dead {
+            return;
+        }
+        par.live_children = par.live_children.saturating_sub(1);
+        if entry(&mut self.ipc.tasks, parent).waiting_children {
+            // WF_SYNC dropped: see the module docs (waker exiting).
+            self.ipc_wake(cpu, p, Wake { task: parent, flags: 0, in_task: true });
+        }
     }
 }

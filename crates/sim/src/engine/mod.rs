@@ -233,6 +233,8 @@ pub struct Sim {
     timer_seq: u64,
     live_tasks: u32,
     objects: Vec<ObjectSpec>,
+    /// Runtime IPC objects and per-task system call progress (`engine/ipc.rs`).
+    ipc: ipc::IpcState,
     marks: BTreeMap<u16, MarkStat>,
     counts: BTreeMap<u16, u64>,
     histograms: BTreeMap<u16, LatencyHistogram>,
@@ -274,6 +276,7 @@ impl Sim {
             wakeup_latency: LatencyHistogram::default(),
             timer_seq: 0,
             live_tasks: 0,
+            ipc: ipc::IpcState::new(&setup.objects, &setup.tasks, ncpus)?,
             objects: setup.objects,
             marks: BTreeMap::new(),
             counts: BTreeMap::new(),
@@ -309,19 +312,6 @@ impl Sim {
                 Op::Spawn { spec } => (spec as usize >= nspecs).then(|| format!("task spec {spec}")),
                 _ => None,
             };
-            if matches!(
-                op,
-                Op::Write { .. }
-                    | Op::Read { .. }
-                    | Op::Poll { .. }
-                    | Op::EpollWait { .. }
-                    | Op::FutexWait { .. }
-                    | Op::FutexWake { .. }
-                    | Op::Spawn { .. }
-                    | Op::WaitChildren
-            ) {
-                return Err(format!("task `{}`: IPC instruction {op:?} is not supported yet", spec.comm));
-            }
             if let Some(what) = bad {
                 return Err(format!("task `{}` refers to {what}, which does not exist", spec.comm));
             }

@@ -223,8 +223,10 @@ impl Sim {
     /// `wake_up_new_task()` (core.c v7.3.4): fork placement, `ENQUEUE_INITIAL`, and a
     /// `WF_FORK` preemption check.
     pub(super) fn wake_up_new_task(&mut self, p: TaskId) {
-        // The parent is the workload's main thread, on CPU 0 (or the task's first CPU).
-        let parent_cpu = self.tasks[p.idx()].allowed[0];
+        // The parent is the spawning task, or, for tasks a workload starts at a given time, the
+        // workload's launcher outside the model, taken to be on the task's first CPU.
+        let parent = self.tasks[p.idx()].parent;
+        let parent_cpu = parent.map_or(self.tasks[p.idx()].allowed[0], |pp| self.tasks[pp.idx()].cpu);
         let task = &mut self.tasks[p.idx()];
         task.state = TaskState::Waking;
         task.recent_used_cpu = task.cpu;
@@ -244,9 +246,9 @@ impl Sim {
         let req = f.resched;
         self.tasks[p.idx()].state = TaskState::Running;
         self.lb_enqueued(cpu, p);
-        // The forking parent is outside the model (the workload's launcher), so the new task's
-        // CPU hears of it as from another CPU.
-        let origin = Origin::Remote;
+        // A parent forking onto its own CPU asks from task context; anything else is remote.
+        let local = parent.is_some_and(|pp| self.rqs[cpu as usize].curr == Some(pp));
+        let origin = if local { Origin::LocalTask } else { Origin::Remote };
         self.resched_request(cpu, req, origin, Cause::Other);
         self.hrtick_update(cpu);
         self.wakeup_preempt(cpu, p, wf::FORK, origin, true);

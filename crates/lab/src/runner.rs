@@ -1,0 +1,166 @@
+//! One run: a variant of the kernel on a topology, one workload, one seed.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use sim::config::Limits;
+use sim::engine::{Counters, Sim, SimReport, SimSetup};
+use sim::ipc::ObjectSpec;
+use sim::kernel::Variant;
+use sim::program::TaskSpec;
+use sim::topology::Topology;
+
+/// Which way a metric is better.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Better {
+    Lower,
+    Higher,
+}
+
+/// A workload resolved from its command line, ready to simulate.
+pub struct ResolvedWorkload {
+    pub name: String,
+    pub argv: Vec<String>,
+    pub tasks: Vec<TaskSpec>,
+    pub objects: Vec<ObjectSpec>,
+    /// The workload's own time bound, if it has one.
+    pub duration_ns: Option<u64>,
+    pub metric_name: String,
+    pub better: Better,
+    /// Computes the workload's metric from a finished run.
+    pub metric: Box<dyn Fn(&SimReport) -> f64 + Send + Sync>,
+}
+
+/// Resolves a workload command line (`rtapp FILE.json`, or a benchmark with its flags).
+pub fn resolve_workload(argv: &[String]) -> Result<ResolvedWorkload, String> {
+    let Some(name) = argv.first() else { return Err("empty workload".into()) };
+    match name.as_str() {
+        "rtapp" => {
+            let [_, file] = argv else {
+                return Err("rtapp: expected exactly one argument, the rt-app JSON file".into());
+            };
+            let app = workload::rtapp::load_rtapp(Path::new(file)).map_err(|e| e.to_string())?;
+            Ok(ResolvedWorkload {
+                name: "rtapp".into(),
+                argv: argv.to_vec(),
+                tasks: app.tasks,
+                objects: Vec::new(),
+                duration_ns: app.duration_ns,
+                metric_name: "wakeup_latency_us_p99".into(),
+                better: Better::Lower,
+                metric: Box::new(|r: &SimReport| r.wakeup_latency.percentiles().p99 as f64 / 1e3),
+            })
+        }
+        other => Err(format!("unknown workload `{other}`")),
+    }
+}
+
+/// Everything one run needs.
+#[derive(Clone, Debug)]
+pub struct RunRequest {
+    pub variant: Variant,
+    pub topology: Topology,
+    pub workload: Vec<String>,
+    pub seed: u64,
+    /// Simulated time when the workload sets no bound.
+    pub default_duration_ns: u64,
+    pub max_events: u64,
+    /// Affinity for every task (`--cpus`).
+    pub cpus: Option<Vec<u32>>,
+}
+
+/// The result of one run: what the lab stores and compares.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub variant: String,
+    pub kernel: String,
+    pub patches: Vec<String>,
+    pub topology: String,
+    pub workload: String,
+    pub seed: u64,
+    pub metric_name: String,
+    pub metric: f64,
+    pub better: Better,
+    pub simulated_ns: u64,
+    pub events: u64,
+    pub counters: CounterRecord,
+    pub wakeup_latency_ns: [u64; 4],
+}
+
+/// The run-wide counters, by their schedstat names.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CounterRecord {
+    pub nr_switches: u64,
+    pub nr_voluntary_switches: u64,
+    pub nr_involuntary_switches: u64,
+    pub nr_migrations: u64,
+    pub nr_wakeups: u64,
+    pub nr_wakeups_sync: u64,
+    pub nr_wakeups_local: u64,
+    pub nr_wakeups_remote: u64,
+    pub nr_wakeups_affine: u64,
+    pub nr_wakeups_affine_attempts: u64,
+    pub nr_wakeups_migrate: u64,
+    pub nr_wakeup_preemptions: u64,
+    pub nr_tick_preemptions: u64,
+    pub nr_ipis: u64,
+}
+
+impl From<&Counters> for CounterRecord {
+    fn from(c: &Counters) -> Self {
+        CounterRecord {
+            nr_switches: c.nr_switches,
+            nr_voluntary_switches: c.nr_voluntary_switches,
+            nr_involuntary_switches: c.nr_involuntary_switches,
+            nr_migrations: c.nr_migrations,
+            nr_wakeups: c.nr_wakeups,
+            nr_wakeups_sync: c.nr_wakeups_sync,
+            nr_wakeups_local: c.nr_wakeups_local,
+            nr_wakeups_remote: c.nr_wakeups_remote,
+            nr_wakeups_affine: c.nr_wakeups_affine,
+            nr_wakeups_affine_attempts: c.nr_wakeups_affine_attempts,
+            nr_wakeups_migrate: c.nr_wakeups_migrate,
+            nr_wakeup_preemptions: c.nr_wakeup_preemptions,
+            nr_tick_preemptions: c.nr_tick_preemptions,
+            nr_ipis: c.nr_ipis,
+        }
+    }
+}
+
+/// Runs one simulation. Bad input (workload, affinity) is an `Err` with a one-line message.
+pub fn run_one(req: &RunRequest) -> Result<RunRecord, String> {
+    let wl = resolve_workload(&req.workload)?;
+    let mut tasks = wl.tasks;
+    if let Some(cpus) = &req.cpus {
+        for t in &mut tasks {
+            t.cpus = Some(cpus.clone());
+        }
+    }
+    let setup = SimSetup {
+        sched: req.variant.config.clone(),
+        topology: req.topology.clone(),
+        seed: req.seed,
+        limits: Limits { max_events: req.max_events, max_time_ns: wl.duration_ns.unwrap_or(req.default_duration_ns) },
+        tasks,
+        objects: wl.objects,
+        check_invariants: false,
+    };
+    let report = Sim::new(setup)?.run().map_err(|v| v.to_string())?;
+    let lat = report.wakeup_latency.percentiles();
+    Ok(RunRecord {
+        variant: req.variant.spec.clone(),
+        kernel: req.variant.config.kernel.clone(),
+        patches: req.variant.patches.clone(),
+        topology: req.topology.name.clone(),
+        workload: req.workload.join(" "),
+        seed: req.seed,
+        metric_name: wl.metric_name,
+        metric: (wl.metric)(&report),
+        better: wl.better,
+        simulated_ns: report.simulated_ns,
+        events: report.events,
+        counters: CounterRecord::from(&report.counters),
+        wakeup_latency_ns: [lat.p50, lat.p90, lat.p99, lat.max],
+    })
+}
