@@ -7,9 +7,7 @@
 
 use std::fmt;
 
-use crate::config::{
-    Behavior, LagClamp, PreemptModel, ProtectVariant, SchedConfig, Sysctls, WakeupPreemptVariant,
-};
+use crate::config::{Behavior, LagClamp, PreemptModel, ProtectVariant, SchedConfig, Sysctls, WakeupPreemptVariant};
 use crate::fair::weight::CalcDelta;
 use crate::features::{Feature, FeatureSet};
 
@@ -70,7 +68,10 @@ pub fn preset(name: &str) -> Option<&'static KernelPreset> {
     let want = name.strip_prefix('v').unwrap_or(name);
     KERNELS.iter().find(|k| {
         let have = &k.name[1..];
-        want == have || want.strip_prefix(have).is_some_and(|rest| rest.starts_with('.') && rest[1..].chars().all(|c| c.is_ascii_digit()))
+        want == have
+            || want
+                .strip_prefix(have)
+                .is_some_and(|rest| rest.starts_with('.') && rest[1..].chars().all(|c| c.is_ascii_digit()))
     })
 }
 
@@ -123,12 +124,8 @@ fn v6_12() -> SchedConfig {
     let mut c = v6_16();
     c.kernel = "v6.12".into();
     c.sysctl = Sysctls { normalized_base_slice_ns: 750_000, ..Sysctls::v7_3() };
-    c.behavior = Behavior {
-        wa_idle_ignore_delayed: false,
-        has_lazy: false,
-        calc_delta: CalcDelta::MulShift,
-        ..c.behavior
-    };
+    c.behavior =
+        Behavior { wa_idle_ignore_delayed: false, has_lazy: false, calc_delta: CalcDelta::MulShift, ..c.behavior };
     c.preempt = PreemptModel::Voluntary;
     c
 }
@@ -258,7 +255,10 @@ pub fn parse_spec(spec: &str, base: Option<&Variant>) -> Result<Variant, SpecErr
         } else if let Some(name) = tok.strip_prefix('-') {
             let p = find_patch(name)?;
             if !(p.contains)(&config) {
-                return Err(SpecError(format!("`{tok}`: {} does not contain {}, nothing to revert", config.kernel, p.name)));
+                return Err(SpecError(format!(
+                    "`{tok}`: {} does not contain {}, nothing to revert",
+                    config.kernel, p.name
+                )));
             }
             (p.revert)(&mut config);
             patches.push(tok.to_string());
@@ -334,7 +334,8 @@ mod tests {
     #[test]
     fn specs_apply_tokens_in_order() {
         let base = parse_spec("v7.3", None).unwrap();
-        let v = parse_spec("+preempt-sync-runtime-fix NEXT_BUDDY base_slice_ns=3000000 preempt=full", Some(&base)).unwrap();
+        let v =
+            parse_spec("+preempt-sync-runtime-fix NEXT_BUDDY base_slice_ns=3000000 preempt=full", Some(&base)).unwrap();
         assert!(v.config.behavior.preempt_sync_runtime_fix && v.config.features.has(Feature::NEXT_BUDDY));
         assert_eq!(v.config.sysctl.base_slice_ns, Some(3_000_000));
         assert_eq!(v.config.preempt, PreemptModel::Full);

@@ -212,3 +212,29 @@ fn pelt_follows_the_tasks() {
     assert!(hog_util >= 1000, "hog util {hog_util}");
     assert!((180..=340).contains(&q_util), "quarter-busy util {q_util}");
 }
+
+/// The whole machine model (SMT idle cores, SIS_UTIL, NUMA balancing domains) keeps every
+/// invariant on real topologies.
+#[test]
+fn invariants_hold_on_preset_machines() {
+    for name in ["desktop-8c16t", "spr-2s-192", "arm64-128"] {
+        let mut tasks: Vec<TaskSpec> =
+            (0..40).map(|i| sleeper(&format!("s{i}"), 20_000 + i * 3_000, 60_000 + i * 7_000)).collect();
+        tasks.extend((0..6).map(|i| hog(&format!("h{i}"), 0)));
+        let setup = SimSetup {
+            sched: SchedConfig::v7_3(),
+            topology: Topology::by_name(name).unwrap(),
+            seed: 7,
+            limits: Limits { max_events: 10_000_000, max_time_ns: 50_000_000 },
+            tasks,
+            objects: vec![],
+            check_invariants: true,
+        };
+        let r = Sim::new(setup).unwrap().run().unwrap_or_else(|v| panic!("{name}: {v}"));
+        assert!(r.counters.nr_wakeups > 500, "{name}: {:?}", r.counters);
+        // Fork placement spreads 46 tasks over idle CPUs: no CPU runs two of them.
+        if r.idle_ns_per_cpu.len() >= 46 {
+            assert_eq!(r.counters.nr_involuntary_switches, 0, "{name}: {:?}", r.counters);
+        }
+    }
+}

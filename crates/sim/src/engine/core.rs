@@ -117,7 +117,7 @@ impl Sim {
     }
 
     /// The exit latency of the idle state the CPU is in (chosen when it went idle).
-    fn idle_exit_latency(&self, cpu: u32) -> u64 {
+    pub(super) fn idle_exit_latency(&self, cpu: u32) -> u64 {
         match self.rqs[cpu as usize].idle_state {
             IdleState::Poll => 0,
             IdleState::Shallow => self.costs.idle_exit_ns_c1,
@@ -361,5 +361,23 @@ impl Sim {
         // hrtick_cancel(): the idle path cancels the hrtick.
         rq.hrtick_gen = rq.hrtick_gen.wrapping_add(1);
         rq.hrtick_at = None;
+        // __update_idle_core(): a core whose threads are all idle is advertised to the LLC.
+        if self.domains.sched_smt_active() {
+            let cpus = self.cpu_facts();
+            let mut ctx = self.select_ctx(&cpus);
+            crate::select::update_idle_core(&mut ctx, cpu);
+        }
+    }
+
+    /// A CPU-selection context over a snapshot of the runqueues.
+    pub(super) fn select_ctx<'a>(&'a mut self, cpus: &'a [crate::select::CpuFacts]) -> crate::select::SelectCtx<'a> {
+        crate::select::SelectCtx {
+            topo: &self.topo,
+            domains: &self.domains,
+            cpus,
+            llc: &mut self.llc,
+            features: &self.params.features,
+            behavior: &self.params.behavior,
+        }
     }
 }

@@ -239,6 +239,8 @@ pub struct Sim {
     counts: BTreeMap<u16, u64>,
     histograms: BTreeMap<u16, LatencyHistogram>,
     domains: Domains,
+    /// The per-LLC `sched_domain_shared` objects (`has_idle_cores`, `nr_idle_scan`).
+    llc: Vec<crate::select::LlcShared>,
     lb: balance::Balance,
     /// Order of the kernel's `rq->cfs_tasks` lists: bumped at every enqueue and pick.
     lb_seq: u64,
@@ -254,7 +256,9 @@ impl Sim {
         let params = FairParams::new(&setup.sched, ncpus);
         let domains = setup.topology.build_domains();
         let lb = balance::Balance::new(&domains, ncpus, setup.sched.sysctl.migration_cost_ns, setup.seed);
+        let llc = crate::select::LlcShared::for_domains(&domains);
         let mut sim = Sim {
+            llc,
             domains,
             lb,
             lb_seq: 0,
@@ -288,6 +292,16 @@ impl Sim {
             sim.check_spec_refs(spec, nspecs)?;
         }
         sim.specs = setup.tasks;
+        // The kernel starts with nr_idle_scan = 0 (no idle scan until the first periodic LLC
+        // balance); start instead from the value for an idle LLC, as after warm-up.
+        let mut seen = std::collections::BTreeSet::new();
+        for cpu in 0..ncpus {
+            if seen.insert(sim.domains.sd_llc_id(cpu)) && sim.domains.sd_llc(cpu).is_some() {
+                let cpus = sim.cpu_facts();
+                let mut ctx = sim.select_ctx(&cpus);
+                crate::select::update_llc_idle_scan(&mut ctx, cpu);
+            }
+        }
         for i in 0..sim.specs.len() {
             if !sim.specs[i].spawned {
                 let t = sim.create_task(i as u32, None)?;

@@ -4,6 +4,7 @@
 
 use super::core::Origin;
 use super::{Cause, Sim};
+use crate::fair::Policy;
 use crate::fair::{Resched, enq, wf};
 use crate::features::Feature;
 use crate::select::{self, Placement};
@@ -180,6 +181,7 @@ impl Sim {
         }
     }
 
+    /// `select_task_rq_fair()` for a wakeup or fork of `p` on `this_cpu` (fair.c v7.3.4).
     fn select_task_rq(
         &mut self,
         p: TaskId,
@@ -188,36 +190,57 @@ impl Sim {
         waker: Option<TaskId>,
         wake_flags: u32,
     ) -> Placement {
-        let view = self.rq_view();
-        let jiffies = self.now / self.params.tick_nsec;
-        let fix = self.params.behavior.wa_idle_ignore_delayed;
-        select::select_task_rq_fair(
-            &self.topo,
-            &view,
-            &mut self.tasks,
-            p,
-            prev_cpu,
-            this_cpu,
-            waker,
-            wake_flags,
+        let jiffies = self.jiffies();
+        let pl = self.ents[p.idx()].pelt;
+        let p_h_load = self.rqs[prev_cpu as usize].cfs.pelt.task_h_load(pl.avg.load_avg, jiffies);
+        let waker_h_load = waker.map_or(0, |wk| {
+            let l = self.ents[wk.idx()].pelt.avg.load_avg;
+            self.rqs[this_cpu as usize].cfs.pelt.task_h_load(l, jiffies)
+        });
+        let w = select::Waking {
+            p_h_load,
+            waker_h_load,
+            p_util: pl.task_util_est(),
+            p_runnable: pl.avg.runnable_avg,
+            p_idle_policy: self.ents[p.idx()].policy == Policy::Idle,
             jiffies,
-            u64::from(self.cfg.hz),
-            fix,
-        )
+            hz: u64::from(self.cfg.hz),
+            ..select::Waking::new(p, prev_cpu, this_cpu, waker, wake_flags)
+        };
+        let cpus = self.cpu_facts();
+        let mut ctx = select::SelectCtx {
+            topo: &self.topo,
+            domains: &self.domains,
+            cpus: &cpus,
+            llc: &mut self.llc,
+            features: &self.params.features,
+            behavior: &self.params.behavior,
+        };
+        select::select_task_rq_fair(&mut ctx, &mut self.tasks, &w)
     }
 
-    fn rq_view(&self) -> select::RqView {
-        select::RqView::new(
-            self.rqs
-                .iter()
-                .map(|r| select::CpuFacts {
+    /// A snapshot of every runqueue as CPU selection reads it.
+    pub(super) fn cpu_facts(&self) -> Vec<select::CpuFacts> {
+        self.rqs
+            .iter()
+            .enumerate()
+            .map(|(c, r)| {
+                let capacity = u64::from(self.topo.cpus[c].capacity);
+                select::CpuFacts {
                     idle: r.curr.is_none(),
                     nr_running: r.cfs.h_nr_queued,
                     nr_delayed: r.cfs.nr_delayed(),
+                    nr_idle_policy: r.cfs.h_nr_idle,
                     ttwu_pending: r.ttwu_pending(),
-                })
-                .collect(),
-        )
+                    cpu_load: r.cfs.pelt.cpu_load(),
+                    cpu_util: r.cfs.pelt.cpu_util_cfs(capacity),
+                    cpu_runnable: r.cfs.pelt.cpu_runnable(),
+                    capacity,
+                    idle_exit_latency_ns: if r.curr.is_none() { self.idle_exit_latency(c as u32) } else { 0 },
+                    idle_stamp: r.idle_since.unwrap_or(0),
+                }
+            })
+            .collect()
     }
 
     /// `wake_up_new_task()` (core.c v7.3.4): fork placement, `ENQUEUE_INITIAL`, and a
@@ -231,8 +254,8 @@ impl Sim {
         task.state = TaskState::Waking;
         task.recent_used_cpu = task.cpu;
         let cpu = if task.allowed.len() > 1 {
-            let view = self.rq_view();
-            select::find_idlest_cpu(&view, &self.tasks[p.idx()].allowed, parent_cpu)
+            let prev = task.cpu;
+            self.select_task_rq(p, prev, parent_cpu, None, wf::FORK).cpu
         } else {
             task.allowed[0]
         };
