@@ -8,15 +8,22 @@ use std::collections::BinaryHeap;
 
 use crate::time::Nanos;
 
+/// One pending event. `key` packs (time, sequence) into one integer so that a single compare
+/// orders entries: time in the high 64 bits, insertion sequence in the low 64.
 struct Entry<E> {
-    at: Nanos,
-    seq: u64,
+    key: u128,
     event: E,
+}
+
+impl<E> Entry<E> {
+    fn at(&self) -> Nanos {
+        Nanos((self.key >> 64) as u64)
+    }
 }
 
 impl<E> PartialEq for Entry<E> {
     fn eq(&self, other: &Self) -> bool {
-        self.at == other.at && self.seq == other.seq
+        self.key == other.key
     }
 }
 impl<E> Eq for Entry<E> {}
@@ -28,7 +35,7 @@ impl<E> PartialOrd for Entry<E> {
 impl<E> Ord for Entry<E> {
     /// Reversed so that `BinaryHeap` (a max-heap) pops the earliest entry first.
     fn cmp(&self, other: &Self) -> Ordering {
-        (other.at, other.seq).cmp(&(self.at, self.seq))
+        other.key.cmp(&self.key)
     }
 }
 
@@ -48,13 +55,13 @@ impl<E> EventQueue<E> {
     pub fn push(&mut self, at: Nanos, event: E) {
         assert_ne!(self.seq, u64::MAX, "event sequence exhausted");
         self.seq += 1;
-        self.heap.push(Entry { at, seq: self.seq, event });
+        self.heap.push(Entry { key: (u128::from(at.0) << 64) | u128::from(self.seq), event });
     }
     pub fn pop(&mut self) -> Option<(Nanos, E)> {
-        self.heap.pop().map(|e| (e.at, e.event))
+        self.heap.pop().map(|e| (e.at(), e.event))
     }
     pub fn peek_time(&self) -> Option<Nanos> {
-        self.heap.peek().map(|e| e.at)
+        self.heap.peek().map(|e| e.at())
     }
     pub fn len(&self) -> usize {
         self.heap.len()
