@@ -50,3 +50,4 @@ pub mod stats;
 pub mod task;
 pub mod time;
 pub mod topology;
+pub mod trace;

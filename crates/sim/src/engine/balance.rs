@@ -420,6 +420,7 @@ impl Sim {
         let se = &mut self.ents[p.idx()];
         let w = crate::fair::weight::scale_load_down(se.load_weight);
         self.rqs[src as usize].cfs.pelt.migrate_task_rq_fair(&mut se.pelt, w, true, None);
+        self.trace_migrate(dst, p, src, dst);
         let task = &mut self.tasks[p.idx()];
         task.cpu = dst;
         task.stats.nr_migrations += 1;

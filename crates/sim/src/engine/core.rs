@@ -213,6 +213,7 @@ impl Sim {
                     self.fair(cpu).dequeue_task_fair(p, deq::SLEEP);
                 }
                 Switch::Exit => {
+                    self.trace_exit(cpu, p);
                     self.ipc_task_exited(cpu, p);
                     self.tasks[p.idx()].state = TaskState::Dead;
                     let mut f = self.fair(cpu);
@@ -237,6 +238,14 @@ impl Sim {
                 self.start_step(cpu);
             }
             return;
+        }
+        if self.tracing() {
+            let state = match how {
+                Switch::Preempt => crate::trace::PrevState::Running,
+                Switch::Block => crate::trace::PrevState::Sleeping,
+                Switch::Exit => crate::trace::PrevState::Dead,
+            };
+            self.trace_switch(cpu, prev, state, next);
         }
         if let Some(p) = prev {
             self.fair(cpu).put_prev_task_fair(p);

@@ -13,6 +13,7 @@ mod core;
 mod exec;
 mod ipc;
 mod tick;
+mod tracing;
 mod ttwu;
 
 use std::collections::BTreeMap;
@@ -26,6 +27,7 @@ use crate::stats::LatencyHistogram;
 use crate::task::{Step, Task, TaskId, TaskState, TaskStats};
 use crate::time::Nanos;
 use crate::topology::{Costs, Domains, Topology};
+use crate::trace::TraceSink;
 
 pub use check::InvariantViolation;
 
@@ -242,6 +244,8 @@ pub struct Sim {
     /// The per-LLC `sched_domain_shared` objects (`has_idle_cores`, `nr_idle_scan`).
     llc: Vec<crate::select::LlcShared>,
     lb: balance::Balance,
+    /// Where trace events go, if anywhere.
+    trace: Option<Box<dyn TraceSink>>,
     /// Order of the kernel's `rq->cfs_tasks` lists: bumped at every enqueue and pick.
     lb_seq: u64,
 }
@@ -258,6 +262,7 @@ impl Sim {
         let lb = balance::Balance::new(&domains, ncpus, setup.sched.sysctl.migration_cost_ns, setup.seed);
         let llc = crate::select::LlcShared::for_domains(&domains);
         let mut sim = Sim {
+            trace: None,
             llc,
             domains,
             lb,
@@ -401,8 +406,24 @@ impl Sim {
         Ok(id)
     }
 
+    /// Runs like [`Sim::run`] while streaming trace events to `sink`, which is handed back so
+    /// the caller can finish it (flush a file, close a protobuf stream).
+    pub fn run_traced(
+        mut self,
+        sink: Box<dyn TraceSink>,
+    ) -> (Result<SimReport, InvariantViolation>, Box<dyn TraceSink>) {
+        self.trace = Some(sink);
+        let mut sink_out = None;
+        let result = self.run_loop(&mut sink_out);
+        (result, sink_out.expect("the sink is returned"))
+    }
+
     /// Runs to the first limit (or until every task has exited) and returns the report.
-    pub fn run(mut self) -> Result<SimReport, InvariantViolation> {
+    pub fn run(self) -> Result<SimReport, InvariantViolation> {
+        self.run_loop(&mut None)
+    }
+
+    fn run_loop(mut self, sink_out: &mut Option<Box<dyn TraceSink>>) -> Result<SimReport, InvariantViolation> {
         let stop = loop {
             let Some(at) = self.queue.peek_time() else { break StopReason::AllExited };
             if at.0 > self.limits.max_time_ns {
@@ -427,6 +448,7 @@ impl Sim {
                 break StopReason::AllExited;
             }
         };
+        *sink_out = self.trace.take();
         Ok(self.report(stop))
     }
 

@@ -23,10 +23,12 @@ impl Sim {
         in_task: bool,
     ) {
         let mut wake_flags = wake_flags | wf::TTWU;
-        let task = &mut self.tasks[p.idx()];
-        if task.state != TaskState::Blocked {
+        if self.tasks[p.idx()].state != TaskState::Blocked {
             return;
         }
+        let prev_cpu = self.tasks[p.idx()].cpu;
+        self.trace_waking(this_cpu, p, prev_cpu);
+        let task = &mut self.tasks[p.idx()];
         task.waking_since = Some(self.now);
         task.stats.nr_wakeups += 1;
         self.counters.nr_wakeups += 1;
@@ -46,6 +48,7 @@ impl Sim {
             }
             let req = f.resched;
             let origin = Self::origin(cpu, this_cpu, in_task);
+            self.trace_wakeup(cpu, p, false);
             self.resched_request(cpu, req, origin, Cause::Other);
             if self.rqs[cpu as usize].curr != Some(p) {
                 self.wakeup_preempt(cpu, p, wake_flags, origin, in_task);
@@ -62,6 +65,10 @@ impl Sim {
             }
             if placement.affine {
                 self.counters.nr_wakeups_affine += 1;
+            }
+            if self.tracing() {
+                let sync = wake_flags & wf::SYNC != 0;
+                self.trace_placement(this_cpu, p, prev_cpu, placement.cpu, sync, placement.reason);
             }
             placement.cpu
         } else {
@@ -127,6 +134,7 @@ impl Sim {
         f.enqueue_task_fair(p, flags);
         let req = f.resched;
         self.tasks[p.idx()].state = TaskState::Running;
+        self.trace_wakeup(cpu, p, false);
         self.lb_enqueued(cpu, p);
         self.resched_request(cpu, req, origin, Cause::Other);
         self.hrtick_update(cpu);
@@ -155,10 +163,11 @@ impl Sim {
             return;
         }
         let need_full = rq.need_resched == Resched::Full;
+        let curr = rq.curr.expect("checked above");
         let mut f = self.fair(cpu);
         let verdict = f.wakeup_preempt_fair(p, wake_flags, need_full, in_task);
         let req = f.resched;
-        let _ = verdict;
+        self.trace_wakeup_preempt(cpu, curr, p, verdict);
         self.resched_request(cpu, req, origin, Cause::Wakeup);
     }
 
@@ -170,6 +179,9 @@ impl Sim {
             let se = &mut self.ents[p.idx()];
             let w = crate::fair::weight::scale_load_down(se.load_weight);
             self.rqs[src as usize].cfs.pelt.migrate_task_rq_fair(&mut se.pelt, w, false, src_idle_now);
+        }
+        if src != cpu {
+            self.trace_migrate(cpu, p, src, cpu);
         }
         let task = &mut self.tasks[p.idx()];
         if task.cpu != cpu {
@@ -268,6 +280,10 @@ impl Sim {
         f.enqueue_task_fair(p, enq::INITIAL);
         let req = f.resched;
         self.tasks[p.idx()].state = TaskState::Running;
+        if let Some(pp) = parent {
+            self.trace_fork(parent_cpu, pp, p);
+        }
+        self.trace_wakeup(cpu, p, true);
         self.lb_enqueued(cpu, p);
         // A parent forking onto its own CPU asks from task context; anything else is remote.
         let local = parent.is_some_and(|pp| self.rqs[cpu as usize].curr == Some(pp));

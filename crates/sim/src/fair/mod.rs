@@ -314,6 +314,14 @@ impl<'a> Fair<'a> {
 
     /// `avg_vruntime()` (fair.c v7.3.4): the weighted mean vruntime V; moves v0 to it.
     pub fn avg_vruntime(&mut self) -> u64 {
+        let delta = self.avg_vruntime_peek().wrapping_sub(self.cfs.zero_vruntime) as i64;
+        self.move_v0(delta);
+        self.cfs.zero_vruntime
+    }
+
+    /// V as `avg_vruntime()` would compute it, without moving `zero_vruntime` (for traces and
+    /// checks, which must not change the run).
+    pub fn avg_vruntime_peek(&self) -> u64 {
         let mut weight = self.cfs.sum_weight as i64;
         let mut delta = 0i64;
         let curr = self.curr_on_rq();
@@ -332,8 +340,7 @@ impl<'a> Fair<'a> {
         } else if let Some(c) = curr {
             delta = self.key(self.se(c).vruntime);
         }
-        self.move_v0(delta);
-        self.cfs.zero_vruntime
+        self.cfs.zero_vruntime.wrapping_add(delta as u64)
     }
 
     /// `vruntime_eligible()` (fair.c v7.3.4): `v <= V`, exactly, in 128-bit arithmetic.

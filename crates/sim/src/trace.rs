@@ -1,0 +1,110 @@
+//! The engine's trace stream: the scheduler tracepoints of the kernel (`sched_switch`,
+//! `sched_waking`, `sched_wakeup`, `sched_wakeup_new`, `sched_migrate_task`,
+//! `sched_process_fork`, `sched_process_exit`) plus schedlab's decision records (why a wakeup
+//! preempted or not, where a wakee was placed) with the EEVDF state behind them.
+//!
+//! The core only calls a [`TraceSink`]; writers (ftrace text, Perfetto) live outside it. Events
+//! are passed by reference and not kept, so memory does not grow with simulated time.
+
+use crate::fair::WakeupReason;
+use crate::select::SelectReason;
+
+/// A task as tracepoints name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskRef<'a> {
+    pub pid: u32,
+    pub comm: &'a str,
+    /// Kernel priority: 120 + nice for fair tasks.
+    pub prio: i32,
+}
+
+/// `prev_state` of `sched_switch`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PrevState {
+    /// Preempted or yielded (`R`, or `R+` when preempted: the kernel prints `R+` for
+    /// TASK_REPORT_MAX preemption).
+    Running,
+    /// Asleep (`S`).
+    Sleeping,
+    /// Exited (`X` / `Z`).
+    Dead,
+}
+
+/// The EEVDF state of an entity when a decision was made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EevdfState {
+    pub vruntime: u64,
+    pub deadline: u64,
+    /// `V − vruntime` (positive: owed service).
+    pub lag: i64,
+    pub eligible: bool,
+    pub slice: u64,
+    pub vprot: u64,
+    pub delayed: bool,
+    pub buddy: bool,
+}
+
+/// One trace event. `cpu` is the CPU the event is recorded on.
+#[derive(Clone, Copy, Debug)]
+pub enum TraceEvent<'a> {
+    Switch {
+        prev: TaskRef<'a>,
+        prev_state: PrevState,
+        next: TaskRef<'a>,
+    },
+    Waking {
+        task: TaskRef<'a>,
+        target_cpu: u32,
+    },
+    Wakeup {
+        task: TaskRef<'a>,
+        target_cpu: u32,
+    },
+    WakeupNew {
+        task: TaskRef<'a>,
+        target_cpu: u32,
+    },
+    Migrate {
+        task: TaskRef<'a>,
+        orig_cpu: u32,
+        dest_cpu: u32,
+    },
+    Fork {
+        parent: TaskRef<'a>,
+        child: TaskRef<'a>,
+    },
+    Exit {
+        task: TaskRef<'a>,
+    },
+    /// The wakeup-preemption check for `wakee` against `curr` on `cpu`.
+    WakeupPreempt {
+        curr: TaskRef<'a>,
+        wakee: TaskRef<'a>,
+        preempt: bool,
+        reason: WakeupReason,
+        curr_state: EevdfState,
+        wakee_state: EevdfState,
+    },
+    /// Where `select_task_rq_fair` placed a wakee, and the rule that decided.
+    Placement {
+        task: TaskRef<'a>,
+        prev_cpu: u32,
+        target_cpu: u32,
+        sync: bool,
+        reason: SelectReason,
+    },
+}
+
+/// Receives the trace stream of a simulation.
+pub trait TraceSink {
+    /// One event at simulated time `ts_ns` on `cpu`.
+    fn event(&mut self, ts_ns: u64, cpu: u32, ev: &TraceEvent<'_>);
+}
+
+/// The idle task as tracepoints show it on each CPU (`swapper/N`, pid 0, prio 120).
+pub fn idle_task(cpu: u32, buf: &mut String) -> TaskRef<'_> {
+    buf.clear();
+    buf.push_str("swapper/");
+    buf.push_str(&cpu.to_string());
+    TaskRef { pid: 0, comm: buf.as_str(), prio: 120 }
+}

@@ -1,0 +1,283 @@
+//! lmbench `lat_ctx` (intel/lmbench `src/lat_ctx.c`, `lib_timing.c`; workloads.md §5):
+//! `lat_ctx [-P parallelism] [-W warmup] [-N repetitions] [-s kbytes] processes…`.
+//!
+//! # Model (§5.3)
+//!
+//! * `lat_ctx` main (task 0) runs the phases one after another, each as children it spawns and
+//!   waits for, as `benchmp` forks its measuring children:
+//!   1. overhead: one process passes a 4-byte token through its own pipe and sums its buffer
+//!      (`bread`), in repetitions of k iterations;
+//!   2. for each process count N on the command line, in order: P ring leaders (P = `-P`),
+//!      each forking N−1 ring members (own `mm` each) connected by N pipes. The leader sends
+//!      the token once around the ring (warm-up trip), then times repetitions of k trips:
+//!      write `p[0]`, read `p[N−1]`, `bread`; member i reads `p[i−1]`, `bread`s, writes `p[i]`.
+//! * Each repetition is one sample (`LatStart`/`LatEnd` around k iterations) in the phase's
+//!   histogram; the result is lmbench's: median per-iteration time / N − overhead, printed
+//!   only when positive. All P rings of a phase feed one histogram (lmbench merges the
+//!   children's samples before taking the median).
+//! * k is sized so a repetition lasts about lmbench's `enough` (5 ms; 1 s — `SHORT` — with
+//!   `-P` > 1) from an a-priori estimate of [`HOP_NS`] per token hop; `-W` adds untimed
+//!   iterations for that many µs; after its repetitions a ring keeps running two more
+//!   repetitions' worth of untimed trips, so the load stays on while other rings finish
+//!   (lmbench's cooldown state).
+//! * `bread` of `-s` KiB costs [`BREAD_NS_PER_KIB`] per KiB of CPU time; the cache refill after
+//!   a switch is the engine's migration/cache model, not part of this program.
+//! * Metric: `usecs_per_switch` of the first process count.
+//!
+//! Approximations: the overhead phase uses one pipe, not N_max of them; the baseline
+//! single-copy run that `benchmp` performs before a `-P` run is skipped; rings exit after a
+//! fixed number of trips instead of being killed.
+
+use sim::ipc::ObjectSpec;
+use sim::program::Op;
+
+use super::args::{OptDef, Style, getopt, int, opt};
+use super::hist::Quantiles;
+use super::prog::Prog;
+use super::{BenchParams, Better, Built, IDS_PER_WORKLOAD, MetricSpec, View, WorkloadError, usage};
+
+const BENCH: &str = "lat_ctx";
+/// Histogram of the overhead phase (local id); phase j uses `HIST_RING + j`.
+pub const HIST_OVERHEAD: u16 = 0;
+/// Histogram of the first process count's rings.
+pub const HIST_RING: u16 = 1;
+/// lmbench's `TRIES`.
+pub const TRIES: u32 = 11;
+/// `MAXPROC`.
+pub const MAXPROC: u32 = 2048;
+/// A-priori cost of one hop (pipe write + wakeup + switch + read, §10.2), used only to size
+/// the repetitions **\[estimate\]**.
+pub const HOP_NS: u64 = 3_000;
+/// `bread` CPU time per KiB summed **\[estimate\]** (≈4 longs per ns, hot cache).
+pub const BREAD_NS_PER_KIB: u64 = 32;
+const ENOUGH_NS: u64 = 5_000_000;
+const SHORT_NS: u64 = 1_000_000_000;
+const COOLDOWN_REPS: u64 = 2;
+
+/// lat_ctx flags.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LatCtx {
+    /// `-P` (1).
+    pub parallel: u32,
+    /// `-W` warmup in µs (0).
+    pub warmup_us: u64,
+    /// `-N` repetitions (11).
+    pub repetitions: u32,
+    /// `-s` KiB per process (0).
+    pub size_kb: u64,
+    /// The process counts, in command-line order.
+    pub procs: Vec<u32>,
+}
+
+impl LatCtx {
+    /// Iterations per timed repetition for a ring of `n` (`n = 1` is the overhead loop).
+    pub fn iterations(&self, n: u32) -> u64 {
+        let enough = if self.parallel > 1 { SHORT_NS } else { ENOUGH_NS };
+        enough.div_ceil(self.iteration_estimate_ns(n)).max(1)
+    }
+
+    fn iteration_estimate_ns(&self, n: u32) -> u64 {
+        u64::from(n) * (HOP_NS + self.bread_ns())
+    }
+
+    fn bread_ns(&self) -> u64 {
+        self.size_kb * BREAD_NS_PER_KIB
+    }
+}
+
+const OPTS: &[OptDef] = &[
+    opt("s", Some('s'), None, true),
+    opt("P", Some('P'), None, true),
+    opt("W", Some('W'), None, true),
+    opt("N", Some('N'), None, true),
+];
+
+const USAGE: &str =
+    "Usage: lat_ctx [-P <parallelism>] [-W <warmup>] [-N <repetitions>] [-s kbytes] processes [processes ...]";
+
+pub(crate) fn parse(argv: &[String]) -> Result<Built, WorkloadError> {
+    let parsed = getopt(BENCH, argv, OPTS, Style::default())?;
+    let mut l = LatCtx { parallel: 1, warmup_us: 0, repetitions: TRIES, size_kb: 0, procs: Vec::new() };
+    for f in &parsed.opts {
+        let v = int(BENCH, &f.flag, f.val())?;
+        match f.key {
+            "P" => {
+                if v <= 0 || v > 4096 {
+                    return usage(BENCH, format!("-P {v}: parallelism must be in 1..=4096; {USAGE}"));
+                }
+                l.parallel = v as u32;
+            }
+            "W" => {
+                if v < 0 {
+                    return usage(BENCH, format!("-W {v}: warmup must not be negative"));
+                }
+                l.warmup_us = v as u64;
+            }
+            "N" => {
+                if !(1..=10_000).contains(&v) {
+                    return usage(BENCH, format!("-N {v}: repetitions must be in 1..=10000"));
+                }
+                l.repetitions = v as u32;
+            }
+            "s" => {
+                if !(0..=1 << 30).contains(&v) {
+                    return usage(BENCH, format!("-s {v}: size must be in 0..=1073741824 KiB"));
+                }
+                l.size_kb = v as u64;
+            }
+            _ => unreachable!("option table"),
+        }
+    }
+    if parsed.operands.is_empty() {
+        return usage(BENCH, USAGE);
+    }
+    for op in &parsed.operands {
+        let n = int(BENCH, "processes", op)?;
+        if !(1..=i64::from(MAXPROC)).contains(&n) {
+            return usage(BENCH, format!("process count {n} is outside 1..={MAXPROC}"));
+        }
+        l.procs.push(n as u32);
+    }
+    if l.procs.len() >= usize::from(IDS_PER_WORKLOAD - HIST_RING) {
+        return usage(BENCH, format!("at most {} process counts", IDS_PER_WORKLOAD - HIST_RING - 1));
+    }
+    let total: u64 = l.procs.iter().map(|&n| u64::from(n) * u64::from(l.parallel)).sum();
+    if total > 1 << 20 {
+        return usage(BENCH, format!("{total} processes are more than schedlab simulates"));
+    }
+    let (tasks, objects) = build(&l);
+    Ok(Built {
+        name: BENCH,
+        tasks,
+        objects,
+        duration_ns: None,
+        metric: MetricSpec { name: "usecs_per_switch", better: Better::Lower },
+        params: BenchParams::LatCtx(l),
+    })
+}
+
+fn build(l: &LatCtx) -> (Vec<sim::program::TaskSpec>, Vec<ObjectSpec>) {
+    let mut objects = Vec::new();
+    let mut tasks = Vec::new();
+    let bread = l.bread_ns();
+    let reps = u64::from(l.repetitions);
+    let pipe = || ObjectSpec::Pipe { slots: super::hackbench::PIPE_SLOTS };
+
+    // Reserve task 0 (main); it is filled in last, once the phase specs are known.
+    tasks.push(Prog::new().task("lat_ctx", 0, false));
+    let mut phases: Vec<Vec<u32>> = Vec::new();
+    let mut mm = 1u32;
+
+    // Overhead phase: one process, its own pipe.
+    let ovr_pipe = objects.len() as u32;
+    objects.push(pipe());
+    let k = l.iterations(1);
+    let warm = l.warmup_us * 1_000 / l.iteration_estimate_ns(1).max(1);
+    let one = |p: &mut Prog| {
+        p.op(Op::Write { obj: ovr_pipe, bytes: 4 }).op(Op::Read { obj: ovr_pipe, bytes: 4, exact: true });
+        p.run(bread);
+    };
+    let mut p = Prog::new();
+    p.repeat(warm, &one);
+    p.repeat(reps, &|p| {
+        p.op(Op::LatStart { slot: 0 });
+        p.repeat(k, &one);
+        p.op(Op::LatEnd { slot: 0, hist: HIST_OVERHEAD });
+    });
+    phases.push(vec![tasks.len() as u32]);
+    tasks.push(p.task("lat_ctx", mm, true));
+    mm += 1;
+
+    for (j, &n) in l.procs.iter().enumerate() {
+        let k = l.iterations(n);
+        let warm = l.warmup_us * 1_000 / l.iteration_estimate_ns(n).max(1);
+        let trips = 1 + warm + reps * k + COOLDOWN_REPS * k;
+        let hist = HIST_RING + j as u16;
+        let mut leaders = Vec::new();
+        for _ in 0..l.parallel {
+            let first = objects.len() as u32;
+            objects.extend((0..n).map(|_| pipe()));
+            let p_of = |i: u32| first + i;
+            let leader_spec = tasks.len() as u32;
+            leaders.push(leader_spec);
+            // Leader: fork the members, one warm trip, warm-up, timed repetitions, cooldown.
+            let trip = |p: &mut Prog| {
+                p.op(Op::Write { obj: p_of(0), bytes: 4 }).op(Op::Read { obj: p_of(n - 1), bytes: 4, exact: true });
+                p.run(bread);
+            };
+            let mut p = Prog::new();
+            for i in 1..n {
+                p.op(Op::Spawn { spec: leader_spec + i });
+            }
+            p.op(Op::Write { obj: p_of(0), bytes: 4 }).op(Op::Read { obj: p_of(n - 1), bytes: 4, exact: true });
+            p.repeat(warm, &trip);
+            p.repeat(reps, &|p| {
+                p.op(Op::LatStart { slot: 0 });
+                p.repeat(k, &trip);
+                p.op(Op::LatEnd { slot: 0, hist });
+            });
+            p.repeat(COOLDOWN_REPS * k, &trip);
+            p.op(Op::WaitChildren);
+            tasks.push(p.task("lat_ctx", mm, true));
+            mm += 1;
+            for i in 1..n {
+                let mut p = Prog::new();
+                p.repeat(trips, &|p| {
+                    p.op(Op::Read { obj: p_of(i - 1), bytes: 4, exact: true });
+                    p.run(bread);
+                    p.op(Op::Write { obj: p_of(i), bytes: 4 });
+                });
+                tasks.push(p.task("lat_ctx", mm, true));
+                mm += 1;
+            }
+        }
+        phases.push(leaders);
+    }
+
+    let mut main = Prog::new();
+    for phase in &phases {
+        for &spec in phase {
+            main.op(Op::Spawn { spec });
+        }
+        main.op(Op::WaitChildren);
+    }
+    tasks[0] = main.task("lat_ctx", 0, false);
+    (tasks, objects)
+}
+
+impl LatCtx {
+    /// The overhead and each process count's result in µs: `(ovr, [(N, ctx)])`.
+    fn results(&self, v: &View) -> Option<(f64, Vec<(u32, f64)>)> {
+        let per_iter = |hist: u16, k: u64| {
+            let q = Quantiles::of(v.hist(hist));
+            (q.count > 0).then(|| q.p50 as f64 / 1e3 / k as f64)
+        };
+        let ovr = per_iter(HIST_OVERHEAD, self.iterations(1))?;
+        let mut out = Vec::new();
+        for (j, &n) in self.procs.iter().enumerate() {
+            if let Some(t) = per_iter(HIST_RING + j as u16, self.iterations(n)) {
+                out.push((n, t / f64::from(n) - ovr));
+            }
+        }
+        Some((ovr, out))
+    }
+
+    pub(crate) fn metric_value(&self, v: &View) -> f64 {
+        match self.results(v) {
+            Some((_, r)) => r.first().filter(|(n, _)| *n == self.procs[0]).map_or(f64::NAN, |&(_, ctx)| ctx),
+            None => f64::NAN,
+        }
+    }
+
+    /// All on stderr: an empty line, `"size=<k>k ovr=<ovr>`, then `N ctx` when ctx > 0.
+    pub(crate) fn format_output(&self, v: &View) -> String {
+        let Some((ovr, results)) = self.results(v) else { return String::new() };
+        let mut s = format!("\n\"size={}k ovr={ovr:.2}\n", self.size_kb);
+        for (n, ctx) in results {
+            if ctx > 0.0 {
+                s += &format!("{n} {ctx:.2}\n");
+            }
+        }
+        s
+    }
+}
