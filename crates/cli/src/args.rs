@@ -85,6 +85,13 @@ pub struct RunArgs {
     /// Check every scheduler invariant after every event (slow).
     #[arg(long)]
     pub check: bool,
+    /// Also print the per-task table for benchmarks (always printed for rt-app files).
+    #[arg(long)]
+    pub tasks: bool,
+    /// A benchmark to run beside the workload in the same simulation, with its own flags,
+    /// e.g. --background 'stress-ng --cpu 4' (repeatable).
+    #[arg(long, value_name = "COMMAND")]
+    pub background: Vec<String>,
     /// The workload and its own flags: `rtapp FILE.json`.
     #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "WORKLOAD")]
     pub workload: Vec<String>,

@@ -1,31 +1,28 @@
 //! `schedlab run`: one workload on one simulated machine.
 
 use std::io::Write;
-use std::path::Path;
 use std::time::Instant;
 
 use serde_json::{Value, json};
 use sim::config::{Limits, SchedConfig};
 use sim::engine::{Sim, SimReport, SimSetup};
 use sim::features::FeatureSet;
-use sim::program::TaskSpec;
 use sim::topology::Topology;
+
+use lab::runner::{Better, ResolvedWorkload};
 
 use crate::args::RunArgs;
 use crate::setup::{self, user};
 
-/// A workload resolved from the command line.
-struct Workload {
-    name: String,
-    argv: Vec<String>,
-    tasks: Vec<TaskSpec>,
-    duration_ns: Option<u64>,
-}
-
 pub fn run(a: &RunArgs) -> anyhow::Result<()> {
     let cfg = setup::sched_config(&a.sim)?;
     let topo = setup::topology(&a.sim)?;
-    let mut wl = workload(&a.workload)?;
+    let background: Vec<Vec<String>> =
+        a.background.iter().map(|b| b.split_whitespace().map(String::from).collect()).collect();
+    let mut wl = match lab::runner::resolve_workload_on(&a.workload, &background, topo.nr_cpus() as u32) {
+        Ok(wl) => wl,
+        Err(e) => return user(e),
+    };
     if let Some(list) = &a.sim.cpus {
         let cpus = setup::cpu_list(list, topo.nr_cpus() as u32)?;
         for t in &mut wl.tasks {
@@ -55,7 +52,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
         seed: a.sim.seed,
         limits: Limits { max_events: a.max_events, max_time_ns },
         tasks: wl.tasks.clone(),
-        objects: vec![],
+        objects: wl.objects.clone(),
         check_invariants: a.check,
     };
     let started = Instant::now();
@@ -67,7 +64,15 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
         let v = json_report(a, &cfg, &topo, &wl, &report, wall_ms);
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
     } else {
-        write_text(&mut out, a, &cfg, &topo, &report)?;
+        let tool = (wl.output)(&report);
+        if !tool.is_empty() {
+            write!(out, "{tool}")?;
+            if !tool.ends_with('\n') {
+                writeln!(out)?;
+            }
+            writeln!(out)?;
+        }
+        write_text(&mut out, a, &cfg, &topo, &report, wl.name == "rtapp" || a.tasks)?;
         eprintln!(
             "[{} events in {:.0} ms wall: {:.1} M events/s]",
             report.events,
@@ -76,31 +81,6 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
-}
-
-fn workload(argv: &[String]) -> anyhow::Result<Workload> {
-    let name = argv[0].as_str();
-    match name {
-        "rtapp" => {
-            let [_, file] = argv else {
-                return user(
-                    "rtapp: expected exactly one argument, the rt-app JSON file: `schedlab run rtapp FILE.json`",
-                );
-            };
-            let app = match workload::rtapp::load_rtapp(Path::new(file)) {
-                Ok(app) => app,
-                Err(e) => return user(e.to_string()),
-            };
-            Ok(Workload { name: "rtapp".into(), argv: argv.to_vec(), tasks: app.tasks, duration_ns: app.duration_ns })
-        }
-        "hackbench" | "pipe" | "messaging" | "schbench" | "lat_ctx" | "netperf" | "stress-ng" | "pgbench" => {
-            user(format!("workload `{name}` is not modelled yet; this build runs `rtapp FILE.json`"))
-        }
-        f if f.ends_with(".toml") => {
-            user(format!("{f}: TOML workload files are not supported yet; use `rtapp FILE.json`"))
-        }
-        other => user(format!("unknown workload `{other}` (known: rtapp FILE.json)")),
-    }
 }
 
 /// The command line that reproduces this run exactly.
@@ -141,6 +121,7 @@ fn write_text(
     cfg: &SchedConfig,
     topo: &Topology,
     r: &SimReport,
+    per_task: bool,
 ) -> anyhow::Result<()> {
     let changed = feature_tokens(&cfg.features, &cfg.kernel);
     writeln!(
@@ -155,38 +136,40 @@ fn write_text(
         if changed.is_empty() { "defaults".to_string() } else { changed.join(",") }
     )?;
     writeln!(out, "# reproduce: {}", reproduce(a))?;
-    writeln!(
-        out,
-        "{:<16} {:>6} {:>4} {:>12} {:>9} {:>9} {:>9} {:>6} {:>8} {:>10} {:>10}",
-        "comm",
-        "pid",
-        "nice",
-        "runtime_ms",
-        "switches",
-        "voluntary",
-        "involunt",
-        "migr",
-        "wakeups",
-        "lat_p50_us",
-        "lat_p99_us"
-    )?;
-    for t in &r.tasks {
-        let p = t.stats.wakeup_latency.percentiles();
+    if per_task {
         writeln!(
             out,
-            "{:<16} {:>6} {:>4} {:>12.3} {:>9} {:>9} {:>9} {:>6} {:>8} {:>10.1} {:>10.1}",
-            t.comm,
-            t.pid,
-            t.nice,
-            t.sum_exec_runtime_ns as f64 / 1e6,
-            t.stats.nr_switches,
-            t.stats.nr_voluntary_switches,
-            t.stats.nr_involuntary_switches,
-            t.stats.nr_migrations,
-            t.stats.nr_wakeups,
-            p.p50 as f64 / 1e3,
-            p.p99 as f64 / 1e3
+            "{:<16} {:>6} {:>4} {:>12} {:>9} {:>9} {:>9} {:>6} {:>8} {:>10} {:>10}",
+            "comm",
+            "pid",
+            "nice",
+            "runtime_ms",
+            "switches",
+            "voluntary",
+            "involunt",
+            "migr",
+            "wakeups",
+            "lat_p50_us",
+            "lat_p99_us"
         )?;
+        for t in &r.tasks {
+            let p = t.stats.wakeup_latency.percentiles();
+            writeln!(
+                out,
+                "{:<16} {:>6} {:>4} {:>12.3} {:>9} {:>9} {:>9} {:>6} {:>8} {:>10.1} {:>10.1}",
+                t.comm,
+                t.pid,
+                t.nice,
+                t.sum_exec_runtime_ns as f64 / 1e6,
+                t.stats.nr_switches,
+                t.stats.nr_voluntary_switches,
+                t.stats.nr_involuntary_switches,
+                t.stats.nr_migrations,
+                t.stats.nr_wakeups,
+                p.p50 as f64 / 1e3,
+                p.p99 as f64 / 1e3
+            )?;
+        }
     }
     let c = &r.counters;
     let p = r.wakeup_latency.percentiles();
@@ -208,19 +191,34 @@ fn write_text(
         c.nr_tick_preemptions,
         c.nr_ipis
     )?;
+    let idle = if r.idle_ns_per_cpu.len() <= 8 {
+        let per: Vec<String> = r.idle_ns_per_cpu.iter().map(|n| format!("{:.1}", *n as f64 / 1e6)).collect();
+        format!("idle ms per CPU: {}", per.join(" "))
+    } else {
+        let total: u64 = r.idle_ns_per_cpu.iter().sum();
+        let (min, max) = (r.idle_ns_per_cpu.iter().min().unwrap_or(&0), r.idle_ns_per_cpu.iter().max().unwrap_or(&0));
+        let share = total as f64 / (r.simulated_ns.max(1) as f64 * r.idle_ns_per_cpu.len() as f64) * 100.0;
+        format!("idle {share:.1}% of CPU time (per CPU {:.1}-{:.1} ms)", *min as f64 / 1e6, *max as f64 / 1e6)
+    };
     writeln!(
         out,
-        "wakeup latency us: p50 {:.1} p90 {:.1} p99 {:.1} max {:.1}; idle ms per CPU: {}",
+        "wakeup latency us: p50 {:.1} p90 {:.1} p99 {:.1} max {:.1}; {idle}",
         p.p50 as f64 / 1e3,
         p.p90 as f64 / 1e3,
         p.p99 as f64 / 1e3,
         p.max as f64 / 1e3,
-        r.idle_ns_per_cpu.iter().map(|n| format!("{:.1}", *n as f64 / 1e6)).collect::<Vec<_>>().join(" ")
     )?;
     Ok(())
 }
 
-fn json_report(a: &RunArgs, cfg: &SchedConfig, topo: &Topology, wl: &Workload, r: &SimReport, wall_ms: f64) -> Value {
+fn json_report(
+    a: &RunArgs,
+    cfg: &SchedConfig,
+    topo: &Topology,
+    wl: &ResolvedWorkload,
+    r: &SimReport,
+    wall_ms: f64,
+) -> Value {
     let c = &r.counters;
     let lat = r.wakeup_latency.percentiles();
     let sysctl = json!({
@@ -265,7 +263,7 @@ fn json_report(a: &RunArgs, cfg: &SchedConfig, topo: &Topology, wl: &Workload, r
         "patches": [],
         "sysctl": sysctl,
         "workload": { "name": wl.name, "argv": wl.argv },
-        "metric": { "name": "wakeup_latency_us_p99", "value": lat.p99 as f64 / 1e3, "better": "lower" },
+        "metric": { "name": wl.metric_name, "value": (wl.metric)(r), "better": match wl.better { Better::Lower => "lower", Better::Higher => "higher" } },
         "sim": { "simulated_ns": r.simulated_ns, "events": r.events, "wall_ms": (wall_ms * 1000.0).round() / 1000.0, "stop": format!("{:?}", r.stop) },
         "counters": {
             "nr_switches": c.nr_switches,

@@ -30,30 +30,70 @@ pub struct ResolvedWorkload {
     pub better: Better,
     /// Computes the workload's metric from a finished run.
     pub metric: Box<dyn Fn(&SimReport) -> f64 + Send + Sync>,
+    /// What the real tool prints (empty for rt-app, which prints nothing of its own).
+    pub output: Box<dyn Fn(&SimReport) -> String + Send + Sync>,
 }
 
-/// Resolves a workload command line (`rtapp FILE.json`, or a benchmark with its flags).
+/// Checks a workload command line without a machine (CPU-count-dependent defaults are taken
+/// for one CPU): for validating plans before any run.
 pub fn resolve_workload(argv: &[String]) -> Result<ResolvedWorkload, String> {
+    resolve_workload_on(argv, &[], 1)
+}
+
+/// The workloads `run`, `compare` and sweeps accept.
+pub const WORKLOADS: &[&str] = &["rtapp FILE.json", "hackbench", "messaging", "pipe", "schbench", "lat_ctx", "netperf", "stress-ng", "pgbench"];
+
+/// Resolves a workload command line (`rtapp FILE.json`, or a benchmark with its flags) for a
+/// machine of `nr_cpus` CPUs, with optional background benchmarks sharing the simulation (for
+/// example a `stress-ng --cpu 4` hog beside schbench).
+pub fn resolve_workload_on(argv: &[String], background: &[Vec<String>], nr_cpus: u32) -> Result<ResolvedWorkload, String> {
     let Some(name) = argv.first() else { return Err("empty workload".into()) };
-    match name.as_str() {
-        "rtapp" => {
-            let [_, file] = argv else {
-                return Err("rtapp: expected exactly one argument, the rt-app JSON file".into());
-            };
-            let app = workload::rtapp::load_rtapp(Path::new(file)).map_err(|e| e.to_string())?;
-            Ok(ResolvedWorkload {
-                name: "rtapp".into(),
-                argv: argv.to_vec(),
-                tasks: app.tasks,
-                objects: Vec::new(),
-                duration_ns: app.duration_ns,
-                metric_name: "wakeup_latency_us_p99".into(),
-                better: Better::Lower,
-                metric: Box::new(|r: &SimReport| r.wakeup_latency.percentiles().p99 as f64 / 1e3),
-            })
+    if name == "rtapp" {
+        if !background.is_empty() {
+            return Err("--background works with benchmarks, not with rtapp files".into());
         }
-        other => Err(format!("unknown workload `{other}`")),
+        let [_, file] = argv else {
+            return Err("rtapp: expected exactly one argument, the rt-app JSON file: `rtapp FILE.json`".into());
+        };
+        let app = workload::rtapp::load_rtapp(Path::new(file)).map_err(|e| e.to_string())?;
+        return Ok(ResolvedWorkload {
+            name: "rtapp".into(),
+            argv: argv.to_vec(),
+            tasks: app.tasks,
+            objects: Vec::new(),
+            duration_ns: app.duration_ns,
+            metric_name: "wakeup_latency_us_p99".into(),
+            better: Better::Lower,
+            metric: Box::new(|r: &SimReport| r.wakeup_latency.percentiles().p99 as f64 / 1e3),
+            output: Box::new(|_| String::new()),
+        });
     }
+    if name.ends_with(".toml") {
+        return Err(format!("{name}: TOML workload files are not supported yet; use `rtapp FILE.json` or a benchmark"));
+    }
+    let mut parts = vec![workload::bench::parse_benchmark_on(argv, nr_cpus).map_err(|e| e.to_string())?];
+    for bg in background {
+        parts.push(workload::bench::parse_benchmark_on(bg, nr_cpus).map_err(|e| format!("--background: {e}"))?);
+    }
+    let merged = workload::bench::merge_workloads(parts).map_err(|e| e.to_string())?;
+    let main = merged.parts[0].clone();
+    let (metric_name, better) = (main.metric.name.to_string(), match main.metric.better {
+        workload::bench::Better::Lower => Better::Lower,
+        workload::bench::Better::Higher => Better::Higher,
+    });
+    let parts = merged.parts;
+    let main_for_metric = main.clone();
+    Ok(ResolvedWorkload {
+        name: main.name.to_string(),
+        argv: argv.to_vec(),
+        tasks: merged.tasks,
+        objects: merged.objects,
+        duration_ns: merged.duration_ns,
+        metric_name,
+        better,
+        metric: Box::new(move |r: &SimReport| main_for_metric.metric_value(r)),
+        output: Box::new(move |r: &SimReport| parts.iter().map(|p| p.format_output(r)).collect::<Vec<_>>().join("\n")),
+    })
 }
 
 /// Everything one run needs.
@@ -130,7 +170,7 @@ impl From<&Counters> for CounterRecord {
 
 /// Runs one simulation. Bad input (workload, affinity) is an `Err` with a one-line message.
 pub fn run_one(req: &RunRequest) -> Result<RunRecord, String> {
-    let wl = resolve_workload(&req.workload)?;
+    let wl = resolve_workload_on(&req.workload, &[], req.topology.nr_cpus() as u32)?;
     let mut tasks = wl.tasks;
     if let Some(cpus) = &req.cpus {
         for t in &mut tasks {
