@@ -1,13 +1,16 @@
 //! `schedlab bench`: simulator throughput in scheduler events per second of wall time.
 //!
-//! Each case is a fixed workload run for a fixed simulated time; an "event" is one entry popped
-//! from the engine's event queue (a step end, tick, hrtick, timer, IPI, idle exit or fork).
+//! Each case is a fixed workload on a fixed machine. An "event" is one engine event handled
+//! (a step end, tick, hrtick, timer, IPI, idle exit, fork or balance kick); cancelled events
+//! that were popped and dropped are counted apart as "stale". Memory is the process's peak
+//! resident size after the case, from `/proc/self/status` (it only grows across cases).
 
 use std::time::Instant;
 
 use sim::config::{Limits, SchedConfig};
 use sim::engine::{Sim, SimSetup};
 use sim::fair::Policy;
+use sim::ipc::ObjectSpec;
 use sim::program::{Op, TaskSpec};
 use sim::topology::Topology;
 
@@ -15,8 +18,11 @@ use crate::args::BenchArgs;
 
 struct Case {
     name: &'static str,
-    cpus: u32,
+    topology: Topology,
     tasks: Vec<TaskSpec>,
+    objects: Vec<ObjectSpec>,
+    /// Simulated seconds, or `None` for workloads that end by themselves.
+    seconds: Option<u64>,
 }
 
 fn task(comm: String, ops: Vec<Op>) -> TaskSpec {
@@ -62,28 +68,90 @@ fn mix(n: u32) -> Vec<TaskSpec> {
         .collect()
 }
 
-fn cases() -> Vec<Case> {
-    vec![
-        Case { name: "smp:1 2 tasks", cpus: 1, tasks: mix(2) },
-        Case { name: "smp:1 16 tasks", cpus: 1, tasks: mix(16) },
-        Case { name: "smp:1 1000 tasks", cpus: 1, tasks: mix(1000) },
-        Case { name: "smp:2 16 tasks", cpus: 2, tasks: mix(16) },
-    ]
+/// A benchmark model as `schedlab run` would build it.
+fn benchmark(name: &'static str, topology: &str, argv: &str) -> anyhow::Result<Case> {
+    let topology = Topology::by_name(topology).map_err(anyhow::Error::msg)?;
+    let argv: Vec<String> = argv.split_whitespace().map(String::from).collect();
+    let wl = lab::runner::resolve_workload_on(&argv, &[], topology.nr_cpus() as u32).map_err(anyhow::Error::msg)?;
+    Ok(Case { name, topology, tasks: wl.tasks, objects: wl.objects, seconds: None })
+}
+
+fn cases(seconds: u64) -> anyhow::Result<Vec<Case>> {
+    let hogs = |name, cpus, n| Case {
+        name,
+        topology: Topology::smp(cpus),
+        tasks: mix(n),
+        objects: vec![],
+        seconds: Some(seconds),
+    };
+    Ok(vec![
+        benchmark("smp:2 pipe ping-pong", "smp:2", "pipe -l 500000")?,
+        benchmark("smp:1 pipe pinned", "smp:1", "pipe -l 500000")?,
+        hogs("smp:1 2 tasks", 1, 2),
+        hogs("smp:1 16 tasks", 1, 16),
+        hogs("smp:1 1000 tasks", 1, 1000),
+        benchmark("spr-2s-192 hackbench", "spr-2s-192", "hackbench -g 8 -l 100")?,
+    ])
+}
+
+/// Peak resident set size of this process, in KiB (`VmHWM`), if /proc is readable.
+fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Memory per simulated task: the growth of the resident set over a run of `n` sleepers on one
+/// CPU, measured first so that the other cases do not hide it.
+fn memory_per_task_kib(n: u32) -> anyhow::Result<Option<f64>> {
+    let before = current_rss_kib();
+    let setup = SimSetup {
+        sched: SchedConfig::v7_3(),
+        topology: Topology::smp(1),
+        seed: 1,
+        limits: Limits { max_events: u64::MAX, max_time_ns: 200_000_000 },
+        tasks: mix(n),
+        objects: vec![],
+        check_invariants: false,
+    };
+    let sim = Sim::new(setup).map_err(anyhow::Error::msg)?;
+    let report = sim.run()?;
+    let after = current_rss_kib();
+    drop(report);
+    Ok(before.zip(after).map(|(b, a)| a.saturating_sub(b) as f64 / f64::from(n)))
+}
+
+fn current_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 pub fn bench(a: &BenchArgs) -> anyhow::Result<()> {
-    println!("{:<20} {:>12} {:>12} {:>12} {:>10} {:>12}", "case", "sim_seconds", "events", "stale", "wall_ms", "M_events/s");
-    for case in cases() {
+    if a.only.is_none() {
+        if let Some(kib) = memory_per_task_kib(20_000)? {
+            println!("memory: {kib:.2} KiB per simulated task (20000 tasks on smp:1, RSS growth incl. the report)");
+        }
+    }
+    println!(
+        "{:<22} {:>8} {:>9} {:>11} {:>10} {:>9} {:>11} {:>10}",
+        "case", "tasks", "sim_ms", "events", "stale", "wall_ms", "M_events/s", "peak_MiB"
+    );
+    for case in cases(a.seconds)? {
         if a.only.as_ref().is_some_and(|o| !case.name.contains(o.as_str())) {
             continue;
         }
+        let ntasks = case.tasks.len();
         let setup = SimSetup {
             sched: SchedConfig::v7_3(),
-            topology: Topology::smp(case.cpus),
+            topology: case.topology,
             seed: 1,
-            limits: Limits { max_events: u64::MAX, max_time_ns: a.seconds * 1_000_000_000 },
+            limits: Limits {
+                max_events: u64::MAX,
+                max_time_ns: case.seconds.map_or(60_000_000_000, |s| s * 1_000_000_000),
+            },
             tasks: case.tasks,
-            objects: vec![],
+            objects: case.objects,
             check_invariants: false,
         };
         let sim = Sim::new(setup).map_err(anyhow::Error::msg)?;
@@ -91,13 +159,15 @@ pub fn bench(a: &BenchArgs) -> anyhow::Result<()> {
         let report = sim.run()?;
         let wall = t0.elapsed().as_secs_f64();
         println!(
-            "{:<20} {:>12} {:>12} {:>12} {:>10.1} {:>12.2}",
+            "{:<22} {:>8} {:>9.1} {:>11} {:>10} {:>9.1} {:>11.2} {:>10}",
             case.name,
-            a.seconds,
+            ntasks,
+            report.simulated_ns as f64 / 1e6,
             report.events,
             report.stale_events,
             wall * 1e3,
-            report.events as f64 / wall / 1e6
+            report.events as f64 / wall / 1e6,
+            peak_rss_kib().map_or("-".to_string(), |k| format!("{:.1}", k as f64 / 1024.0)),
         );
     }
     Ok(())

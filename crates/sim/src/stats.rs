@@ -50,24 +50,25 @@ impl LatencyHistogram {
     }
 }
 
-/// A small log-linear histogram for per-task latencies: 8 sub-buckets per power of two
-/// (±6 % resolution) from 1 ns to 2^40 ns (≈18 min), in 1.3 KiB. The run-wide histogram uses
-/// the full-precision `LatencyHistogram`; this one keeps per-task memory bounded and small.
+/// A small log-linear histogram for per-task latencies: 4 sub-buckets per power of two
+/// (values are reported at the low edge of their bucket, at most 20 % below the truth) from
+/// 1 ns to 2^40 ns (≈18 min), in 656 bytes, allocated at the first sample. The run-wide
+/// histogram uses the full-precision `LatencyHistogram`; this one keeps per-task memory small.
 #[derive(Clone, Debug)]
 pub struct CompactHistogram {
-    counts: Box<[u32; Self::BUCKETS]>,
+    counts: Option<Box<[u32; Self::BUCKETS]>>,
     total: u64,
     max: u64,
 }
 
 impl Default for CompactHistogram {
     fn default() -> Self {
-        CompactHistogram { counts: Box::new([0; Self::BUCKETS]), total: 0, max: 0 }
+        CompactHistogram { counts: None, total: 0, max: 0 }
     }
 }
 
 impl CompactHistogram {
-    const SUB_BITS: u32 = 3;
+    const SUB_BITS: u32 = 2;
     const OCTAVES: usize = 41;
     const BUCKETS: usize = Self::OCTAVES << Self::SUB_BITS;
 
@@ -94,7 +95,8 @@ impl CompactHistogram {
 
     pub fn record(&mut self, ns: u64) {
         let b = Self::bucket(ns);
-        self.counts[b] = self.counts[b].saturating_add(1);
+        let counts = self.counts.get_or_insert_with(|| Box::new([0; Self::BUCKETS]));
+        counts[b] = counts[b].saturating_add(1);
         self.total += 1;
         self.max = self.max.max(ns);
     }
@@ -106,7 +108,8 @@ impl CompactHistogram {
         }
         let rank = ((q * self.total as f64).ceil() as u64).clamp(1, self.total);
         let mut seen = 0u64;
-        for (b, &c) in self.counts.iter().enumerate() {
+        let Some(counts) = &self.counts else { return 0 };
+        for (b, &c) in counts.iter().enumerate() {
             seen += u64::from(c);
             if seen >= rank {
                 return Self::bucket_low(b).min(self.max);
@@ -137,7 +140,7 @@ mod tests {
             h.record(v * 1000);
         }
         let p = h.percentiles();
-        let near = |got: u64, want: u64| got <= want && got as f64 >= want as f64 * 0.875;
+        let near = |got: u64, want: u64| got <= want && got as f64 >= want as f64 * 0.8;
         assert!(near(p.p50, 5_000_000), "p50 {}", p.p50);
         assert!(near(p.p99, 9_900_000), "p99 {}", p.p99);
         assert_eq!(p.max, 10_000_000);
