@@ -163,6 +163,10 @@ pub struct Costs {
     pub migration_cross_node_ns: u64,
     /// Copying one KiB between user and kernel (pipe and socket payloads).
     pub copy_ns_per_kib: u64,
+    /// Run-to-run noise: every kernel cost above is drawn, per operation, uniformly within
+    /// ± this many percent of its value from the seeded cost stream. It is what makes runs
+    /// with different seeds differ, as boots and runs of a real machine do.
+    pub jitter_pct: u64,
 }
 
 impl Costs {
@@ -183,6 +187,7 @@ impl Costs {
         ("migration_cross_llc_ns", "cache-cold penalty, 64 KiB working set, to another LLC"),
         ("migration_cross_node_ns", "cache-cold penalty, 64 KiB working set, to another node"),
         ("copy_ns_per_kib", "user/kernel copy per KiB of pipe or socket payload"),
+        ("jitter_pct", "per-operation random variation of every cost above, in percent (seeded)"),
     ];
 
     /// The x86 server defaults of workloads.md §10.2 (all **\[estimate\]**, fitted to the §10.1
@@ -211,12 +216,13 @@ impl Costs {
             migration_cross_llc_ns: 12_800,
             migration_cross_node_ns: 19_200,
             copy_ns_per_kib: 100,
+            jitter_pct: 10,
         }
     }
 
     /// Every parameter with its value, in [`Costs::KEYS`] order. The exhaustive destructuring
     /// makes a new field a compile error here until it is named.
-    pub fn values(&self) -> [(&'static str, u64); 15] {
+    pub fn values(&self) -> [(&'static str, u64); 16] {
         let Costs {
             syscall_ns,
             context_switch_ns,
@@ -233,6 +239,7 @@ impl Costs {
             migration_cross_llc_ns,
             migration_cross_node_ns,
             copy_ns_per_kib,
+            jitter_pct,
         } = *self;
         [
             ("syscall_ns", syscall_ns),
@@ -250,6 +257,7 @@ impl Costs {
             ("migration_cross_llc_ns", migration_cross_llc_ns),
             ("migration_cross_node_ns", migration_cross_node_ns),
             ("copy_ns_per_kib", copy_ns_per_kib),
+            ("jitter_pct", jitter_pct),
         ]
     }
 
@@ -277,6 +285,8 @@ impl Costs {
             "migration_cross_llc_ns" => &mut self.migration_cross_llc_ns,
             "migration_cross_node_ns" => &mut self.migration_cross_node_ns,
             "copy_ns_per_kib" => &mut self.copy_ns_per_kib,
+            "jitter_pct" if value_ns > 100 => return Err(format!("jitter_pct: {value_ns} is more than 100 %")),
+            "jitter_pct" => &mut self.jitter_pct,
             _ => return Err(Costs::unknown_key_message(key)),
         };
         *slot = value_ns;
@@ -1788,6 +1798,7 @@ fn preset_rpi5() -> Topology {
         migration_cross_llc_ns: 12_800,
         migration_cross_node_ns: 19_200,
         copy_ns_per_kib: 200,
+        jitter_pct: 10,
     };
     t
 }
@@ -1812,6 +1823,7 @@ fn arm64_server_costs(llc_ns: u64, cross_llc_ns: u64, cross_node_ns: u64) -> Cos
         migration_cross_llc_ns: cross_llc_ns,
         migration_cross_node_ns: cross_node_ns,
         copy_ns_per_kib: 120,
+        jitter_pct: 10,
     }
 }
 
@@ -2076,12 +2088,14 @@ mod tests {
         let keys: Vec<&str> = Costs::KEYS.iter().map(|(key, _)| *key).collect();
         let names: Vec<&str> = costs.values().iter().map(|(key, _)| *key).collect();
         assert_eq!(keys, names);
+        // jitter_pct is a percentage, so give every key a value valid for all: 1..=16.
         for (i, key) in keys.iter().enumerate() {
-            costs.set(key, 1_000_000 + i as u64).unwrap();
+            costs.set(key, 1 + i as u64).unwrap();
         }
         for (i, key) in keys.iter().enumerate() {
-            assert_eq!(costs.get(key), Some(1_000_000 + i as u64));
+            assert_eq!(costs.get(key), Some(1 + i as u64));
         }
+        assert!(costs.set("jitter_pct", 101).unwrap_err().contains("more than 100"));
         let error = costs.set("sycall_ns", 1).unwrap_err();
         assert!(error.contains("`sycall_ns`") && error.contains("syscall_ns"), "{error}");
         assert_eq!(costs.get("nope"), None);

@@ -450,7 +450,8 @@ impl Sim {
         };
         self.lb.nohz_next_balance = jiffies + 1;
         self.counters.nr_ipis += 1;
-        self.queue.push(Nanos(self.now + self.costs.ipi_receive_ns), Ev::NohzBalance { cpu: target });
+        let at = self.now + self.cost(self.costs.ipi_receive_ns);
+        self.queue.push(Nanos(at), Ev::NohzBalance { cpu: target });
     }
 
     /// The kicked idle CPU balances its domains as `CPU_IDLE` (`sched_balance_domains`).

@@ -100,7 +100,7 @@ impl Sim {
             self.now
         } else {
             self.counters.nr_ipis += 1;
-            self.now + self.costs.ipi_receive_ns
+            self.now + self.cost(self.costs.ipi_receive_ns)
         };
         self.queue.push(Nanos(at), Ev::Ipi { cpu });
     }
@@ -113,6 +113,7 @@ impl Sim {
         }
         rq.idle_exit_pending = true;
         let latency = self.idle_exit_latency(cpu);
+        let latency = self.cost(latency);
         self.queue.push(Nanos(self.now + latency), Ev::IdleExit { cpu });
     }
 
@@ -302,6 +303,7 @@ impl Sim {
             self.specs[self.tasks[p.idx()].spec as usize].mm == self.specs[self.tasks[next.idx()].spec as usize].mm
         });
         let cost = if same_mm { self.costs.context_switch_ns } else { self.costs.context_switch_mm_ns };
+        let cost = self.cost(cost);
         if from_idle {
             self.lb_idle_exit(cpu);
         }
@@ -322,6 +324,7 @@ impl Sim {
         let delay = if hrtick { f.hrtick_delay(next) } else { None };
         let req = f.resched;
         let penalty = self.cache_cold_penalty(next, cpu);
+        let penalty = self.cost(penalty);
         let task = &mut self.tasks[next.idx()];
         task.state = TaskState::Running;
         task.cache_debt_ns += penalty;

@@ -127,7 +127,7 @@ impl Sim {
     /// Decodes the next instruction of `t` into its step.
     fn fetch(&mut self, t: TaskId) {
         let now = self.now;
-        let syscall = self.costs.syscall_ns;
+        let syscall = self.cost(self.costs.syscall_ns);
         let task = &mut self.tasks[t.idx()];
         let spec = &self.specs[task.spec as usize];
         let op = spec.ops.get(task.pc as usize).cloned().unwrap_or(Op::Exit);

@@ -275,6 +275,7 @@ impl Sim {
         st.woken = false;
         st.phase = Phase::Syscall;
         st.wakes = wakes;
+        let cost = self.cost(cost);
         Step::Kernel { remaining: cost, then: AfterKernel::Ipc }
     }
 
@@ -294,6 +295,7 @@ impl Sim {
             }
             wakes.clear();
             entry(&mut self.ipc.tasks, t).wakes = wakes;
+            let cost = self.cost(cost);
             if cost > 0 {
                 self.tasks[t.idx()].step = Step::Kernel { remaining: cost, then: AfterKernel::Ipc };
                 return true;

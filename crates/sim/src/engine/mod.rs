@@ -246,6 +246,8 @@ pub struct Sim {
     lb: balance::Balance,
     /// Where trace events go, if anywhere.
     trace: Option<Box<dyn TraceSink>>,
+    /// The seeded stream behind `Costs::jitter_pct`.
+    cost_rng: crate::rng::SimRng,
     /// Order of the kernel's `rq->cfs_tasks` lists: bumped at every enqueue and pick.
     lb_seq: u64,
 }
@@ -263,6 +265,7 @@ impl Sim {
         let llc = crate::select::LlcShared::for_domains(&domains);
         let mut sim = Sim {
             trace: None,
+            cost_rng: crate::rng::SimRng::stream(setup.seed, crate::rng::Stream::Costs),
             llc,
             domains,
             lb,
@@ -488,6 +491,16 @@ impl Sim {
             Ev::NohzBalance { cpu } => self.nohz_balance(cpu),
         }
         true
+    }
+
+    /// One draw of a kernel cost: `ns` varied uniformly within ±`jitter_pct` percent.
+    pub(super) fn cost(&mut self, ns: u64) -> u64 {
+        let j = self.costs.jitter_pct;
+        if j == 0 || ns == 0 {
+            return ns;
+        }
+        let pct = 100 - j + self.cost_rng.below(2 * j + 1);
+        ns * pct / 100
     }
 
     /// A fair-class view of `cpu` at the current time.
