@@ -162,6 +162,9 @@ pub struct Counters {
     pub nr_wakeup_preemptions: u64,
     pub nr_tick_preemptions: u64,
     pub nr_ipis: u64,
+    /// Wakeups issued from interrupt context (timers, softirq, IPIs): not a schedstat, but
+    /// what decides `in_task()` for the forced-preemption rule and `Origin` of reschedules.
+    pub nr_wakeups_irq: u64,
 }
 
 /// A measurement mark (`Op::Mark`): first and last time it was reached, and how often.
@@ -183,6 +186,8 @@ pub struct TaskReport {
     /// `se.avg.util_avg` and `se.avg.load_avg` as last updated.
     pub util_avg: u64,
     pub load_avg: u64,
+    /// The task had exited when the run stopped.
+    pub exited: bool,
     pub stats: TaskStats,
 }
 
@@ -210,6 +215,9 @@ pub struct SimReport {
 pub enum StopReason {
     /// Every task exited.
     AllExited,
+    /// Tasks are left but every one is blocked and nothing can wake them (a broken chain:
+    /// e.g. a reader whose writer exited).
+    Deadlock,
     TimeLimit,
     EventLimit,
 }
@@ -428,7 +436,9 @@ impl Sim {
 
     fn run_loop(mut self, sink_out: &mut Option<Box<dyn TraceSink>>) -> Result<SimReport, InvariantViolation> {
         let stop = loop {
-            let Some(at) = self.queue.peek_time() else { break StopReason::AllExited };
+            let Some(at) = self.queue.peek_time() else {
+                break if self.live_tasks == 0 { StopReason::AllExited } else { StopReason::Deadlock };
+            };
             if at.0 > self.limits.max_time_ns {
                 self.advance_to(self.limits.max_time_ns);
                 break StopReason::TimeLimit;
@@ -531,6 +541,7 @@ impl Sim {
                 vruntime: se.vruntime,
                 util_avg: se.pelt.avg.util_avg,
                 load_avg: se.pelt.avg.load_avg,
+                exited: t.state == TaskState::Dead,
                 stats: t.stats.clone(),
             })
             .collect();

@@ -36,6 +36,9 @@ impl Sim {
             task.stats.nr_wakeups_sync += 1;
             self.counters.nr_wakeups_sync += 1;
         }
+        if !in_task {
+            self.counters.nr_wakeups_irq += 1;
+        }
         if self.ents[p.idx()].on_rq {
             // ttwu_runnable(): still queued (delayed dequeue) — requeue in place, no CPU
             // selection, no record_wakee.
