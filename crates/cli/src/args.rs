@@ -20,11 +20,37 @@ pub enum Command {
     Features(FeaturesArgs),
     /// Measure simulator throughput (scheduler events per second of wall time) on fixed cases.
     Bench(BenchArgs),
+    /// Metrics from a real or simulated ftrace text trace: the `run --json` counters and a
+    /// `perf sched latency`-style table.
+    Analyze(crate::analyze::AnalyzeArgs),
     /// List and show machine topologies.
     Topology {
         #[command(subcommand)]
         command: TopologyCommand,
     },
+    /// Compare variants on workloads over seeds: medians, % change, (I)/(R) significance marks.
+    Compare(crate::lab_cmd::CompareArgs),
+    /// Run a plan (topologies x variants x workloads x seeds) into a results database.
+    Sweep(crate::lab_cmd::SweepArgs),
+    /// Merge results databases (e.g. shards of a sweep) into one.
+    Merge(crate::lab_cmd::MergeArgs),
+    /// List the kernel presets, one per line: name and summary.
+    Kernels,
+    /// List the named patches: name, summary, reference.
+    Patches,
+    /// Run a workload for real on this machine's kernel: the tool's output, /proc counters,
+    /// ftrace wakeup latencies (--trace).
+    Native(crate::native_cmd::NativeArgs),
+    /// Native runs beside simulated seeds on --topology host --kernel host, side by side.
+    Validate(crate::native_cmd::ValidateArgs),
+    /// Measure this machine's kernel costs and write a --cost-file.
+    Calibrate(crate::native_cmd::CalibrateArgs),
+    /// Where two variants first decide differently (wakeup preemption, placement, switch), why,
+    /// and what followed.
+    Explain(crate::explain::ExplainArgs),
+    /// Write a self-contained HTML report (table, SVG charts, per-CPU timeline) from a results
+    /// database or `run --json` files.
+    Report(crate::report::ReportArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -67,6 +93,10 @@ pub struct SimArgs {
     /// CPUs every workload task may run on (taskset -c syntax, e.g. 0 or 0-3,8).
     #[arg(long, value_name = "LIST")]
     pub cpus: Option<String>,
+    /// A TOML file with a `[costs]` table of KEY = nanoseconds (e.g. from `schedlab
+    /// calibrate`), applied before --cost.
+    #[arg(long, value_name = "FILE")]
+    pub cost_file: Option<std::path::PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -92,6 +122,9 @@ pub struct RunArgs {
     /// e.g. --background 'stress-ng --cpu 4' (repeatable).
     #[arg(long, value_name = "COMMAND")]
     pub background: Vec<String>,
+    /// Write the scheduler trace to FILE.txt (ftrace text) or FILE.pftrace (Perfetto).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<std::path::PathBuf>,
     /// The workload and its own flags: `rtapp FILE.json`.
     #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "WORKLOAD")]
     pub workload: Vec<String>,

@@ -1,10 +1,16 @@
 //! The `schedlab` binary: argument parsing and dispatch only. Exit codes: 0 success, 2 bad
 //! input (the message names the file, line and field), 1 internal error.
 
+mod analyze;
 mod args;
 mod bench;
+mod explain;
+mod lab_cmd;
+mod native_cmd;
+mod report;
 mod run;
 mod setup;
+mod tracefile;
 
 use std::process::ExitCode;
 
@@ -21,7 +27,18 @@ fn main() -> ExitCode {
         Command::Run(a) => run::run(a),
         Command::Features(a) => features(a),
         Command::Bench(a) => bench::bench(a),
+        Command::Analyze(a) => analyze::analyze(a),
         Command::Topology { command } => topology(command),
+        Command::Compare(a) => lab_cmd::compare(a),
+        Command::Sweep(a) => lab_cmd::sweep(a),
+        Command::Merge(a) => lab_cmd::merge(a),
+        Command::Kernels => lab_cmd::kernels(),
+        Command::Patches => lab_cmd::patches(),
+        Command::Native(a) => native_cmd::native(a),
+        Command::Validate(a) => native_cmd::validate(a),
+        Command::Calibrate(a) => native_cmd::calibrate(a),
+        Command::Explain(a) => explain::explain(a),
+        Command::Report(a) => report::report(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -77,6 +94,7 @@ fn topology(c: &TopologyCommand) -> anyhow::Result<()> {
                 cost: vec![],
                 seed: 1,
                 cpus: None,
+                cost_file: None,
             };
             print!("{}", setup::topology(&args)?.render());
             Ok(())

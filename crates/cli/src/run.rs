@@ -55,9 +55,14 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
         objects: wl.objects.clone(),
         check_invariants: a.check,
     };
+    let trace = match &a.trace {
+        Some(path) => Some(crate::tracefile::create(path, topo.nr_cpus() as u32, &reproduce(a))?),
+        None => None,
+    };
     let started = Instant::now();
     let sim = Sim::new(setup).map_err(crate::setup::UserError)?;
-    let report = sim.run().map_err(|v| anyhow::anyhow!("{v}\nreproduce with: {}", reproduce(a)))?;
+    let report =
+        crate::tracefile::run(sim, trace)?.map_err(|v| anyhow::anyhow!("{v}\nreproduce with: {}", reproduce(a)))?;
     let wall_ms = started.elapsed().as_secs_f64() * 1e3;
     let mut out = std::io::stdout().lock();
     if a.json {

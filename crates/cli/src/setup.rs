@@ -58,6 +58,9 @@ pub fn sched_config(a: &SimArgs) -> anyhow::Result<SchedConfig> {
 
 /// A kernel preset by name, or a `UserError` listing the known ones.
 pub fn kernel_preset(name: &str) -> anyhow::Result<SchedConfig> {
+    if name == "host" {
+        return crate::native_cmd::host_kernel_config();
+    }
     match sim::kernel::preset(name) {
         Some(p) => Ok(p.config()),
         None => {
@@ -86,6 +89,18 @@ pub fn topology(a: &SimArgs) -> anyhow::Result<Topology> {
             Err(e) => return user(format!("--topology: {e}")),
         }
     };
+    if let Some(file) = &a.cost_file {
+        match machine::load_cost_file(file) {
+            Ok(overrides) => {
+                for (k, ns) in overrides {
+                    if let Err(e) = topo.costs.set(&k, ns) {
+                        return user(format!("--cost-file {}: {e}", file.display()));
+                    }
+                }
+            }
+            Err(e) => return user(format!("--cost-file: {e}")),
+        }
+    }
     for kv in &a.cost {
         let Some((k, v)) = kv.split_once('=') else {
             return user(format!("--cost: `{kv}` is not KEY=VALUE"));

@@ -41,12 +41,17 @@ pub fn resolve_workload(argv: &[String]) -> Result<ResolvedWorkload, String> {
 }
 
 /// The workloads `run`, `compare` and sweeps accept.
-pub const WORKLOADS: &[&str] = &["rtapp FILE.json", "hackbench", "messaging", "pipe", "schbench", "lat_ctx", "netperf", "stress-ng", "pgbench"];
+pub const WORKLOADS: &[&str] =
+    &["rtapp FILE.json", "hackbench", "messaging", "pipe", "schbench", "lat_ctx", "netperf", "stress-ng", "pgbench"];
 
 /// Resolves a workload command line (`rtapp FILE.json`, or a benchmark with its flags) for a
 /// machine of `nr_cpus` CPUs, with optional background benchmarks sharing the simulation (for
 /// example a `stress-ng --cpu 4` hog beside schbench).
-pub fn resolve_workload_on(argv: &[String], background: &[Vec<String>], nr_cpus: u32) -> Result<ResolvedWorkload, String> {
+pub fn resolve_workload_on(
+    argv: &[String],
+    background: &[Vec<String>],
+    nr_cpus: u32,
+) -> Result<ResolvedWorkload, String> {
     let Some(name) = argv.first() else { return Err("empty workload".into()) };
     if name == "rtapp" {
         if !background.is_empty() {
@@ -77,10 +82,13 @@ pub fn resolve_workload_on(argv: &[String], background: &[Vec<String>], nr_cpus:
     }
     let merged = workload::bench::merge_workloads(parts).map_err(|e| e.to_string())?;
     let main = merged.parts[0].clone();
-    let (metric_name, better) = (main.metric.name.to_string(), match main.metric.better {
-        workload::bench::Better::Lower => Better::Lower,
-        workload::bench::Better::Higher => Better::Higher,
-    });
+    let (metric_name, better) = (
+        main.metric.name.to_string(),
+        match main.metric.better {
+            workload::bench::Better::Lower => Better::Lower,
+            workload::bench::Better::Higher => Better::Higher,
+        },
+    );
     let parts = merged.parts;
     let main_for_metric = main.clone();
     Ok(ResolvedWorkload {

@@ -426,7 +426,7 @@ impl Sim {
         self.trace = Some(sink);
         let mut sink_out = None;
         let result = self.run_loop(&mut sink_out);
-        (result, sink_out.expect("the sink is returned"))
+        (result, sink_out.expect("run_loop hands the sink back on every path"))
     }
 
     /// Runs to the first limit (or until every task has exited) and returns the report.
@@ -455,7 +455,10 @@ impl Sim {
                 self.stale_events += 1;
             }
             if self.check {
-                self.check_invariants()?;
+                if let Err(v) = self.check_invariants() {
+                    *sink_out = self.trace.take();
+                    return Err(v);
+                }
             }
             if self.live_tasks == 0 {
                 break StopReason::AllExited;

@@ -1,0 +1,169 @@
+//! `schedlab analyze TRACE.txt`: the `run --json` counters and a `perf sched latency`-style
+//! table, recomputed from a real kernel trace (`/sys/kernel/debug/tracing/trace`,
+//! `trace-cmd report`) or a simulated one (`schedlab run --trace FILE.txt`).
+
+use std::fs::File;
+use std::io::{BufReader, Write};
+use std::path::PathBuf;
+
+use clap::Args;
+use schedtrace::{Analysis, Filter};
+use serde_json::{Value, json};
+
+use crate::setup::user;
+
+#[derive(Args, Debug)]
+pub struct AnalyzeArgs {
+    /// An ftrace text trace with sched_switch, sched_waking/sched_wakeup and
+    /// sched_migrate_task events.
+    #[arg(value_name = "TRACE.txt")]
+    pub trace: PathBuf,
+    /// Count only tasks with this name (as the trace shows it, at most 15 bytes).
+    #[arg(long)]
+    pub comm: Option<String>,
+    /// Count only this pid.
+    #[arg(long)]
+    pub pid: Option<u32>,
+    /// Print one JSON object instead of the text report.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn analyze(a: &AnalyzeArgs) -> anyhow::Result<()> {
+    let path = a.trace.display();
+    let file = match File::open(&a.trace) {
+        Ok(f) => f,
+        Err(e) => return user(format!("{path}: {e}")),
+    };
+    let filter = Filter { comm: a.comm.clone(), pid: a.pid };
+    let an = match schedtrace::analyze(BufReader::with_capacity(1 << 16, file), filter) {
+        Ok(an) => an,
+        Err(schedtrace::ParseError::Line { line, message }) => return user(format!("{path}:{line}: {message}")),
+        Err(e) => return Err(e.into()),
+    };
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&json_report(a, &an))?)?;
+    } else {
+        write_text(&mut out, a, &an)?;
+    }
+    Ok(())
+}
+
+fn json_report(a: &AnalyzeArgs, an: &Analysis) -> Value {
+    let lat = an.wakeup_latency_ns();
+    let tasks: Vec<Value> = an
+        .tasks
+        .iter()
+        .map(|t| {
+            json!({
+                "pid": t.pid, "comm": t.comm,
+                "sum_exec_runtime_ns": t.runtime_ns,
+                "nr_switches": t.nr_switches,
+                "nr_voluntary_switches": t.nr_voluntary_switches,
+                "nr_involuntary_switches": t.nr_involuntary_switches,
+                "nr_migrations": t.nr_migrations,
+                "nr_wakeups": t.nr_wakeups,
+                "avg_delay_ns": t.avg_delay_ns(),
+                "max_delay_ns": t.max_delay_ns,
+                "max_delay_at_ns": t.max_delay_at_ns,
+            })
+        })
+        .collect();
+    let preempt: serde_json::Map<String, Value> = an
+        .wakeup_preempt_reasons
+        .iter()
+        .map(|(k, c)| (k.clone(), json!({ "count": c.count, "preempt": c.preempt })))
+        .collect();
+    let placement: serde_json::Map<String, Value> =
+        an.placement_reasons.iter().map(|(k, c)| (k.clone(), json!(c.count))).collect();
+    json!({
+        "schedlab_version": env!("CARGO_PKG_VERSION"),
+        "trace": a.trace.display().to_string(),
+        "filter": { "comm": a.comm, "pid": a.pid },
+        "records": an.records,
+        "nr_cpus": an.nr_cpus,
+        "first_ts_ns": an.first_ts_ns,
+        "last_ts_ns": an.last_ts_ns,
+        "counters": {
+            "nr_switches": an.nr_switches,
+            "nr_voluntary_switches": an.nr_voluntary_switches,
+            "nr_involuntary_switches": an.nr_involuntary_switches,
+            "nr_migrations": an.nr_migrations,
+            "nr_wakeups": an.nr_wakeups,
+            "nr_wakeups_local": an.nr_wakeups_local,
+            "nr_wakeups_remote": an.nr_wakeups_remote,
+            "nr_wakeups_migrate": an.nr_wakeups_migrate,
+            "idle_ns_per_cpu": an.idle_ns_per_cpu,
+        },
+        "wakeup_latency_ns": { "p50": lat.p50, "p90": lat.p90, "p99": lat.p99, "max": lat.max },
+        "wakee_on_waker_cpu": an.wakee_on_waker_cpu(),
+        "wakeup_preempt_reasons": preempt,
+        "placement_reasons": placement,
+        "tasks": tasks,
+    })
+}
+
+fn write_text(out: &mut impl Write, a: &AnalyzeArgs, an: &Analysis) -> anyhow::Result<()> {
+    let mut filter = String::new();
+    if let Some(c) = &a.comm {
+        filter += &format!(" comm={c}");
+    }
+    if let Some(p) = a.pid {
+        filter += &format!(" pid={p}");
+    }
+    writeln!(
+        out,
+        "# {}: {} records, {:.6} s, {} CPUs{}",
+        a.trace.display(),
+        an.records,
+        an.span_ns() as f64 / 1e9,
+        an.nr_cpus,
+        if filter.is_empty() { String::new() } else { format!(", filter:{filter}") }
+    )?;
+    writeln!(
+        out,
+        "switches {} (voluntary {}, involuntary {}), wakeups {} (local {}, remote {}, migrate {}), migrations {}",
+        an.nr_switches,
+        an.nr_voluntary_switches,
+        an.nr_involuntary_switches,
+        an.nr_wakeups,
+        an.nr_wakeups_local,
+        an.nr_wakeups_remote,
+        an.nr_wakeups_migrate,
+        an.nr_migrations
+    )?;
+    if let Some(f) = an.wakee_on_waker_cpu() {
+        writeln!(out, "wakee on waker CPU: {:.1}% of wakeups", f * 100.0)?;
+    }
+    let p = an.wakeup_latency_ns();
+    let idle = &an.idle_ns_per_cpu;
+    let idle = if idle.len() <= 8 {
+        let per: Vec<String> = idle.iter().map(|n| format!("{:.1}", *n as f64 / 1e6)).collect();
+        format!("idle ms per CPU: {}", per.join(" "))
+    } else {
+        let total: u64 = idle.iter().sum();
+        let share = total as f64 / (an.span_ns().max(1) as f64 * idle.len() as f64) * 100.0;
+        format!("idle {share:.1}% of CPU time")
+    };
+    writeln!(
+        out,
+        "wakeup latency us: p50 {:.1} p90 {:.1} p99 {:.1} max {:.1}; {idle}",
+        p.p50 as f64 / 1e3,
+        p.p90 as f64 / 1e3,
+        p.p99 as f64 / 1e3,
+        p.max as f64 / 1e3
+    )?;
+    if !an.wakeup_preempt_reasons.is_empty() {
+        let r: Vec<String> =
+            an.wakeup_preempt_reasons.iter().map(|(k, c)| format!("{k} {}/{}", c.preempt, c.count)).collect();
+        writeln!(out, "wakeup preemption checks (preempted/checked): {}", r.join(", "))?;
+    }
+    if !an.placement_reasons.is_empty() {
+        let r: Vec<String> = an.placement_reasons.iter().map(|(k, c)| format!("{k} {}", c.count)).collect();
+        writeln!(out, "placements: {}", r.join(", "))?;
+    }
+    writeln!(out)?;
+    write!(out, "{}", an.latency_table())?;
+    Ok(())
+}

@@ -1,0 +1,542 @@
+//! The lab commands: `kernels`, `patches`, `compare`, `sweep`, `merge`. Thin: the work is in the
+//! `lab` crate; this file parses flags, draws the progress bar and maps errors to exit codes.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use clap::Args;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle, TermLike};
+use lab::compare::{self, CompareOptions, Sample, Selection};
+use lab::plan::{self, Plan, PlanFlags, RunKey, Shard};
+use lab::report::{self, Format};
+use lab::store::{self, Store};
+use lab::sweep::{self, Outcome, SweepProgress};
+use lab::{LabError, spec, words};
+
+use crate::setup::{UserError, user};
+
+/// Printed after `schedlab compare --help`'s options.
+const COMPARE_HELP: &str = "\
+Sources of runs:
+  schedlab compare --base SPEC --variant SPEC... [--runs N] <WORKLOAD [FLAGS...]>
+  schedlab compare --plan PLAN.toml     the plan's topologies, variants, workloads and seeds
+  schedlab compare --from results/      runs stored by `schedlab sweep` (variants by name or SPEC)
+
+One workload goes last, with its own flags (`rtapp examples/rtapp/mixed.json`); give several as
+repeated --workload \"hackbench -g 4\" strings (split like a shell does).
+
+SPEC: a kernel preset plus +patch, -patch, FEATURE, NO_FEATURE and key=value tokens, separated by
+spaces or commas; the glued form v7.3+next-buddy-eevdf works too. A variant without a preset
+applies on top of the base. Every variant runs on the same seeds as the base (common random
+numbers): run i uses seed S+i (S from --seed, default 1), or the seeds of --seeds.
+
+%change: positive = better, on the medians over seeds (lower-is-better metrics
+100*(base-variant)/base, higher-is-better 100*(variant-base)/base).
+
+(I)/(R) significant improvement/regression: paired t-test on the per-seed differences (Welch's
+t-test when base and variant share fewer than 3 seeds), two-sided p < --alpha, |%change| >=
+--min-effect, at least 3 runs, and the mean difference points the same way as the median change.
+Fewer than 3 runs are never marked.";
+
+/// Printed after `schedlab sweep --help`'s options.
+const SWEEP_HELP: &str = "\
+Results go to DIR/results.db (SQLite, WAL), one row per run, each committed as it finishes: an
+interrupted sweep keeps every finished run and a rerun does only what is missing (runs are keyed
+on schedlab version, full SPEC, topology, workload argv, seed, duration and event bound).
+
+--shard I/N (0 <= I < N) runs the runs whose number in the plan is I modulo N; runs are numbered
+topology, variant, workload, seed, the seed varying fastest. Give each shard its own --out
+directory, then `schedlab merge DIR... --out merged` and `schedlab compare --from merged`.
+See examples/sweeps/ for a plan, a Slurm job array and a Kubernetes Indexed Job.";
+
+/// `schedlab compare` flags.
+#[derive(Args, Debug)]
+#[command(after_long_help = COMPARE_HELP)]
+pub struct CompareArgs {
+    /// Machine: a preset, smp:N or a topology TOML file (repeatable; default smp:2).
+    #[arg(long, value_name = "NAME|FILE")]
+    pub topology: Vec<String>,
+    /// Runs (seeds) per variant [default: 5].
+    #[arg(long)]
+    pub runs: Option<usize>,
+    /// First seed: run i uses seed S+i [default: 1].
+    #[arg(long, value_name = "S")]
+    pub seed: Option<u64>,
+    /// Explicit seeds instead of --seed/--runs, e.g. 1,7,42.
+    #[arg(long, value_name = "LIST")]
+    pub seeds: Option<String>,
+    /// Simulated seconds per run when the workload sets no duration [default: 10].
+    #[arg(long, value_name = "SECS")]
+    pub duration: Option<f64>,
+    /// Stop each run after this many events [default: 2000000000].
+    #[arg(long)]
+    pub max_events: Option<u64>,
+    /// Output: table (terminal), markdown, csv or json.
+    #[arg(long, default_value = "table", value_parser = ["table", "markdown", "csv", "json"])]
+    pub format: String,
+    /// Significance level of the t-test.
+    #[arg(long, default_value_t = 0.05)]
+    pub alpha: f64,
+    /// Smallest |% change| (percent) that can be marked significant.
+    #[arg(long, default_value_t = 1.0, value_name = "PERCENT")]
+    pub min_effect: f64,
+    /// The base SPEC (with --plan/--from: a variant name or SPEC; default: the plan's base).
+    #[arg(long, value_name = "SPEC", allow_hyphen_values = true)]
+    pub base: Option<String>,
+    /// A variant SPEC to compare with the base (repeatable; with --plan/--from a name or SPEC).
+    #[arg(long, value_name = "SPEC", allow_hyphen_values = true)]
+    pub variant: Vec<String>,
+    /// A workload command line as one string, e.g. "rtapp examples/rtapp/mixed.json" (repeatable).
+    #[arg(long = "workload", value_name = "\"WORKLOAD FLAGS\"")]
+    pub workloads: Vec<String>,
+    /// Run the plan file's experiment instead of flags.
+    #[arg(long, value_name = "PLAN.toml")]
+    pub plan: Option<PathBuf>,
+    /// Render stored results (a results directory or database) instead of running.
+    #[arg(long, value_name = "RESULTS")]
+    pub from: Option<PathBuf>,
+    /// Worker threads [default: one per CPU]; results do not depend on it.
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
+    /// The workload and its own flags: `rtapp FILE.json` (put options before it).
+    #[arg(num_args = 0.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "WORKLOAD")]
+    pub workload: Vec<String>,
+}
+
+/// `schedlab sweep` flags.
+#[derive(Args, Debug)]
+#[command(after_long_help = SWEEP_HELP)]
+pub struct SweepArgs {
+    /// The plan file (see examples/sweeps/plan.toml).
+    #[arg(value_name = "PLAN.toml")]
+    pub plan: PathBuf,
+    /// Run only shard I of N (0-based), e.g. --shard $SLURM_ARRAY_TASK_ID/$N.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+    /// Results directory (the database is DIR/results.db).
+    #[arg(long, default_value = "results", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Worker threads [default: one per CPU]; results do not depend on it.
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
+}
+
+/// Merge results databases (shards) into one, skipping runs already present.
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// Results directories (or results.db files) to merge.
+    #[arg(required = true, value_name = "DIR")]
+    pub inputs: Vec<PathBuf>,
+    /// The merged results directory (created if needed; runs already there are kept).
+    #[arg(long, default_value = "results", value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+fn lab_err(e: LabError) -> anyhow::Error {
+    match e {
+        LabError::Input(m) => UserError(m).into(),
+        LabError::Internal(m) => anyhow::anyhow!(m),
+    }
+}
+
+/// `schedlab kernels`: one line per preset.
+pub fn kernels() -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    for k in sim::kernel::KERNELS {
+        writeln!(out, "{:<10} {}", k.name, k.summary)?;
+    }
+    Ok(())
+}
+
+/// `schedlab patches`: one line per named patch: name, summary, reference.
+pub fn patches() -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    for p in sim::kernel::PATCHES {
+        writeln!(out, "{:<31} {} [{}]", p.name, p.summary, p.reference)?;
+    }
+    Ok(())
+}
+
+/// A progress bar on stderr (hidden when stderr is not a terminal) and the Ctrl-C flag.
+struct Progress {
+    bar: ProgressBar,
+    cancel: Arc<AtomicBool>,
+}
+
+/// console's stderr terminal, reporting 3 columns fewer than it has. indicatif pads its line to
+/// the reported width, leaving the cursor at the right edge; on a full-width line the terminal's
+/// `^C` echo would wrap onto a new line, and the final clear would then miss the bar.
+#[derive(Debug)]
+struct NarrowTerm(console::Term);
+
+impl TermLike for NarrowTerm {
+    fn width(&self) -> u16 {
+        self.0.size().1.saturating_sub(3).max(20)
+    }
+    fn height(&self) -> u16 {
+        self.0.size().0
+    }
+    fn move_cursor_up(&self, n: usize) -> std::io::Result<()> {
+        self.0.move_cursor_up(n)
+    }
+    fn move_cursor_down(&self, n: usize) -> std::io::Result<()> {
+        self.0.move_cursor_down(n)
+    }
+    fn move_cursor_right(&self, n: usize) -> std::io::Result<()> {
+        self.0.move_cursor_right(n)
+    }
+    fn move_cursor_left(&self, n: usize) -> std::io::Result<()> {
+        self.0.move_cursor_left(n)
+    }
+    fn write_line(&self, s: &str) -> std::io::Result<()> {
+        self.0.write_line(s)
+    }
+    fn write_str(&self, s: &str) -> std::io::Result<()> {
+        self.0.write_str(s)
+    }
+    fn clear_line(&self) -> std::io::Result<()> {
+        self.0.clear_line()
+    }
+    fn flush(&self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+impl Progress {
+    fn new() -> Progress {
+        let target = if std::io::stderr().is_terminal() {
+            ProgressDrawTarget::term_like_with_hz(Box::new(NarrowTerm(console::Term::stderr())), 10)
+        } else {
+            ProgressDrawTarget::hidden()
+        };
+        let bar = ProgressBar::with_draw_target(Some(0), target);
+        bar.set_style(
+            ProgressStyle::with_template("{bar:30} {pos}/{len} runs  {elapsed_precise} eta {eta}  {msg}")
+                .expect("valid template"),
+        );
+        let cancel = Arc::new(AtomicBool::new(false));
+        let (flag, b) = (cancel.clone(), bar.clone());
+        // First Ctrl-C: start no new runs, let the ones in progress finish (and be stored).
+        // Second: leave at once; every finished run is already committed.
+        let _ = ctrlc::set_handler(move || {
+            if flag.swap(true, Ordering::SeqCst) {
+                b.abandon();
+                eprintln!("schedlab: interrupted");
+                std::process::exit(130);
+            }
+            b.set_message("interrupted: finishing the runs in progress (Ctrl-C again to quit now)");
+        });
+        Progress { bar, cancel }
+    }
+
+    fn interrupted(&self) -> bool {
+        self.cancel.load(Ordering::SeqCst)
+    }
+}
+
+impl SweepProgress for Progress {
+    fn start(&self, to_run: usize, _already: usize) {
+        self.bar.set_length(to_run as u64);
+    }
+    fn done(&self, _key: &RunKey, _outcome: &Outcome) {
+        self.bar.inc(1);
+    }
+}
+
+/// Runs `f` on a pool of `jobs` threads, or on rayon's global pool.
+fn with_jobs<T: Send>(jobs: Option<usize>, f: impl FnOnce() -> T + Send) -> anyhow::Result<T> {
+    match jobs {
+        None => Ok(f()),
+        Some(0) => user("--jobs: must be at least 1"),
+        Some(n) => Ok(rayon::ThreadPoolBuilder::new().num_threads(n).build()?.install(f)),
+    }
+}
+
+pub fn compare(a: &CompareArgs) -> anyhow::Result<()> {
+    if !(a.alpha > 0.0 && a.alpha < 1.0) {
+        return user(format!("--alpha: {} is not in (0, 1)", a.alpha));
+    }
+    if !(a.min_effect >= 0.0 && a.min_effect.is_finite()) {
+        return user(format!("--min-effect: {} is not a non-negative percentage", a.min_effect));
+    }
+    let opts = CompareOptions { alpha: a.alpha, min_effect_pct: a.min_effect };
+    let format = Format::parse(&a.format).expect("clap checked the format");
+    let run_flags = [
+        ("--topology", !a.topology.is_empty()),
+        ("--runs", a.runs.is_some()),
+        ("--seed", a.seed.is_some()),
+        ("--seeds", a.seeds.is_some()),
+        ("--duration", a.duration.is_some()),
+        ("--max-events", a.max_events.is_some()),
+        ("--workload", !a.workloads.is_empty()),
+        ("a positional workload", !a.workload.is_empty()),
+    ];
+    let comparison = match (&a.plan, &a.from) {
+        (Some(_), Some(_)) => return user("--plan and --from: give one source of runs, not both"),
+        (source_plan, source_from) if source_plan.is_some() || source_from.is_some() => {
+            let what = if source_plan.is_some() { "--plan" } else { "--from" };
+            if let Some((flag, _)) = run_flags.iter().find(|(_, given)| *given) {
+                return user(format!("{flag}: not with {what}, which sets the runs"));
+            }
+            match (source_plan, source_from) {
+                (Some(p), _) => {
+                    let plan = plan::load_plan(p).map_err(lab_err)?;
+                    let sel = select_in_plan(&plan, a)?;
+                    let samples = run_plan(&plan, a.jobs)?;
+                    compare::build(&samples, &sel, opts).map_err(lab_err)?
+                }
+                (_, Some(dir)) => from_store(dir, a, opts)?,
+                _ => unreachable!(),
+            }
+        }
+        _ => {
+            let plan = plan_from_flags(a)?;
+            let samples = run_plan(&plan, a.jobs)?;
+            compare::build(&samples, &Selection::from_plan(&plan), opts).map_err(lab_err)?
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    out.write_all(report::render(&comparison, format).as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
+fn plan_from_flags(a: &CompareArgs) -> anyhow::Result<Plan> {
+    let Some(base) = &a.base else {
+        return user("--base: give the base SPEC (e.g. --base v7.3), or use --plan or --from");
+    };
+    let mut workloads = Vec::new();
+    for w in &a.workloads {
+        match words::split(w) {
+            Ok(argv) if !argv.is_empty() => workloads.push(argv),
+            Ok(_) => return user("--workload: empty workload"),
+            Err(e) => return user(format!("--workload: {e}")),
+        }
+    }
+    if !a.workload.is_empty() {
+        workloads.push(a.workload.clone());
+    }
+    let seeds = match &a.seeds {
+        Some(list) => {
+            let mut seeds = Vec::new();
+            for s in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                match s.parse::<u64>() {
+                    Ok(v) if !seeds.contains(&v) => seeds.push(v),
+                    Ok(v) => return user(format!("--seeds: seed {v} is listed twice")),
+                    Err(_) => return user(format!("--seeds: `{s}` is not a seed (a whole number)")),
+                }
+            }
+            seeds.sort_unstable();
+            seeds
+        }
+        None => plan::seed_range(a.seed.unwrap_or(1), a.runs.unwrap_or(5)),
+    };
+    let topologies = if a.topology.is_empty() { vec!["smp:2".to_string()] } else { a.topology.clone() };
+    Plan::from_flags(PlanFlags {
+        topologies: &topologies,
+        base,
+        variants: &a.variant,
+        workloads,
+        seeds,
+        duration_s: a.duration.unwrap_or(plan::DEFAULT_DURATION_S),
+        max_events: a.max_events.unwrap_or(plan::DEFAULT_MAX_EVENTS),
+    })
+    .map_err(lab_err)
+}
+
+/// Base and variants of a plan, optionally chosen by --base/--variant (names or SPECs).
+fn select_in_plan(plan: &Plan, a: &CompareArgs) -> anyhow::Result<Selection> {
+    let find = |text: &str, flag: &str| -> anyhow::Result<(String, String)> {
+        let base_full = &plan.base_variant().spec;
+        let full = spec::full_variant(text, base_full);
+        match plan.variants.iter().find(|v| v.name == text.trim() || v.spec == full) {
+            Some(v) => Ok((v.name.clone(), v.spec.clone())),
+            None => {
+                let names: Vec<&str> = plan.variants.iter().map(|v| v.name.as_str()).collect();
+                user(format!("{flag} `{text}`: not a variant of {} (variants: {})", plan.origin, names.join(", ")))
+            }
+        }
+    };
+    let mut sel = Selection::from_plan(plan);
+    if let Some(b) = &a.base {
+        sel.base = find(b, "--base")?;
+        sel.variants =
+            plan.variants.iter().filter(|v| v.name != sel.base.0).map(|v| (v.name.clone(), v.spec.clone())).collect();
+    }
+    if !a.variant.is_empty() {
+        sel.variants = a.variant.iter().map(|v| find(v, "--variant")).collect::<anyhow::Result<_>>()?;
+    }
+    Ok(sel)
+}
+
+/// Runs every run of a plan in parallel; the samples come back in plan order.
+fn run_plan(plan: &Plan, jobs: Option<usize>) -> anyhow::Result<Vec<Sample>> {
+    let slots = plan.runs();
+    let requests: Vec<_> = slots.iter().map(|s| plan.request(s)).collect();
+    let progress = Progress::new();
+    progress.bar.set_length(requests.len() as u64);
+    let outcomes = with_jobs(jobs, || sweep::run_all(&requests, &progress.cancel, |_, _| progress.bar.inc(1)))?;
+    progress.bar.finish_and_clear();
+    if progress.interrupted() {
+        eprintln!("schedlab: interrupted");
+        std::process::exit(130);
+    }
+    let mut samples = Vec::with_capacity(slots.len());
+    for (slot, outcome) in slots.iter().zip(outcomes) {
+        let key = plan.key(slot);
+        let Some(outcome) = outcome else { unreachable!("not interrupted, so every run ran") };
+        match outcome.result {
+            Ok(record) => samples.push(Sample { variant: plan.variants[slot.variant].name.clone(), key, record }),
+            Err(e) => {
+                return user(format!(
+                    "run failed: variant `{}` ({}), topology {}, workload `{}`, seed {}: {e}",
+                    plan.variants[slot.variant].name,
+                    key.spec,
+                    key.topology,
+                    words::join(&key.workload),
+                    key.seed
+                ));
+            }
+        }
+    }
+    Ok(samples)
+}
+
+/// `compare --from`: stored runs, selected by variant name or SPEC.
+fn from_store(dir: &std::path::Path, a: &CompareArgs, opts: CompareOptions) -> anyhow::Result<compare::Comparison> {
+    let store = Store::open(dir).map_err(lab_err)?;
+    let mut runs = store.runs().map_err(lab_err)?;
+    let versions = store.versions().map_err(lab_err)?;
+    if versions.len() > 1 {
+        if !versions.iter().any(|v| v == store::VERSION) {
+            return user(format!(
+                "{}: runs of several schedlab versions ({}); none of this version {}",
+                store.path().display(),
+                versions.join(", "),
+                store::VERSION
+            ));
+        }
+        eprintln!(
+            "schedlab: note: using the runs of schedlab {} (the store also has {})",
+            store::VERSION,
+            versions.join(", ")
+        );
+        runs.retain(|r| r.version == store::VERSION);
+    }
+    let named = store.variants().map_err(lab_err)?;
+    // Names known from the variants table, then from the runs themselves.
+    let mut known: Vec<(String, String)> = named.clone();
+    for r in &runs {
+        if !known.iter().any(|(n, s)| n == &r.variant_name || s == &r.key.spec) {
+            known.push((r.variant_name.clone(), r.key.spec.clone()));
+        }
+    }
+    let has_runs = |spec: &str| runs.iter().any(|r| r.key.spec == spec);
+    let find = |text: &str, flag: &str, base_full: Option<&str>| -> anyhow::Result<(String, String)> {
+        if let Some((n, s)) = known.iter().find(|(n, _)| n == text.trim()) {
+            return Ok((n.clone(), s.clone()));
+        }
+        let full = match base_full {
+            Some(b) => spec::full_variant(text, b),
+            None => spec::full_base(text),
+        };
+        if has_runs(&full) {
+            let name = known.iter().find(|(_, s)| s == &full).map_or(text.trim().to_string(), |(n, _)| n.clone());
+            return Ok((name, full));
+        }
+        let names: Vec<&str> = known.iter().map(|(n, _)| n.as_str()).collect();
+        user(format!("{flag} `{text}`: no stored runs of this variant (variants: {})", names.join(", ")))
+    };
+    let base = match &a.base {
+        Some(b) => find(b, "--base", None)?,
+        None => match known.first() {
+            Some(first) => first.clone(),
+            None => return user(format!("{}: no runs stored", store.path().display())),
+        },
+    };
+    let variants: Vec<(String, String)> = if a.variant.is_empty() {
+        known.iter().filter(|(_, s)| s != &base.1 && has_runs(s)).cloned().collect()
+    } else {
+        a.variant.iter().map(|v| find(v, "--variant", Some(&base.1))).collect::<anyhow::Result<_>>()?
+    };
+    if variants.is_empty() {
+        return user(format!("{}: only the base `{}` has runs; nothing to compare", store.path().display(), base.0));
+    }
+    let sel = Selection { base, variants };
+    let mut samples = Vec::new();
+    for r in runs {
+        let label = if r.key.spec == sel.base.1 {
+            Some(sel.base.0.clone())
+        } else {
+            sel.variants.iter().find(|(_, s)| s == &r.key.spec).map(|(n, _)| n.clone())
+        };
+        if let Some(variant) = label {
+            samples.push(Sample { variant, key: r.key, record: r.record });
+        }
+    }
+    compare::build(&samples, &sel, opts).map_err(lab_err)
+}
+
+pub fn sweep(a: &SweepArgs) -> anyhow::Result<()> {
+    let shard = match &a.shard {
+        Some(s) => Some(Shard::parse(s).map_err(|e| UserError(format!("--shard: {e}")))?),
+        None => None,
+    };
+    let plan = plan::load_plan(&a.plan).map_err(lab_err)?;
+    let store = Store::create(&a.out).map_err(lab_err)?;
+    let progress = Progress::new();
+    let report = with_jobs(a.jobs, || sweep::sweep(&plan, &store, shard, &progress.cancel, &progress))?;
+    progress.bar.finish_and_clear();
+    let report = report.map_err(lab_err)?;
+    let mut out = std::io::stdout().lock();
+    let shard_text = shard.map_or(String::new(), |s| format!(", shard {s}: {} runs", report.in_shard));
+    writeln!(
+        out,
+        "sweep {}: {} runs in the plan{shard_text}; {} already stored, {} stored now in {} ({} runs in the database)",
+        plan.origin,
+        report.planned,
+        report.already,
+        report.stored,
+        store.path().display(),
+        store.count().map_err(lab_err)?
+    )?;
+    for (key, e) in &report.failed {
+        eprintln!(
+            "schedlab: run failed: {} on {}, workload `{}`, seed {}: {e}",
+            key.spec,
+            key.topology,
+            words::join(&key.workload),
+            key.seed
+        );
+    }
+    if report.cancelled > 0 || progress.interrupted() {
+        out.flush()?;
+        eprintln!("schedlab: interrupted: {} runs not started; rerun the same command to finish", report.cancelled);
+        std::process::exit(130);
+    }
+    if !report.failed.is_empty() {
+        return user(format!("{} runs failed (not stored; a rerun retries them)", report.failed.len()));
+    }
+    writeln!(out, "compare: schedlab compare --from {}", words::quote(&a.out.display().to_string()))?;
+    Ok(())
+}
+
+pub fn merge(a: &MergeArgs) -> anyhow::Result<()> {
+    let out_db = store::db_path(&a.out);
+    let store = Store::create(&a.out).map_err(lab_err)?;
+    let out_canon = std::fs::canonicalize(&out_db).ok();
+    let mut out = std::io::stdout().lock();
+    for input in &a.inputs {
+        let db = store::db_path(input);
+        if std::fs::canonicalize(&db).ok() == out_canon && out_canon.is_some() {
+            writeln!(out, "{}: the output itself, skipped", db.display())?;
+            continue;
+        }
+        let (copied, skipped) = store.merge_from(input).map_err(lab_err)?;
+        writeln!(out, "{}: {copied} runs copied, {skipped} already present", db.display())?;
+    }
+    writeln!(out, "{}: {} runs", store.path().display(), store.count().map_err(lab_err)?)?;
+    Ok(())
+}

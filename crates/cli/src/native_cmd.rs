@@ -1,0 +1,757 @@
+//! `schedlab native`, `schedlab validate` and `schedlab calibrate`: the real kernel of this
+//! machine, beside the model (crate `native`).
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::Args;
+use serde_json::{Value, json};
+
+use native::procfs::TaskSample;
+use native::{NativeError, NativeOptions, NativeRun};
+
+use crate::args::SimArgs;
+use crate::setup::{self, UserError, user};
+
+/// `schedlab native`.
+#[derive(Args, Debug)]
+pub struct NativeArgs {
+    /// CPUs every task of the workload may run on (taskset -c syntax, e.g. 0 or 0-1).
+    #[arg(long, visible_alias = "cpus", value_name = "LIST")]
+    pub pin: Option<String>,
+    /// Print one JSON object (the `run --json` schema, `"mode": "native"`).
+    #[arg(long)]
+    pub json: bool,
+    /// Record the scheduler events with ftrace (root; a private tracefs instance) for wakeup
+    /// latencies and wakeup placement.
+    #[arg(long)]
+    pub trace: bool,
+    /// Also save the recorded ftrace text to FILE (implies --trace).
+    #[arg(long, value_name = "FILE")]
+    pub trace_out: Option<PathBuf>,
+    /// Per-CPU ftrace buffer in KiB.
+    #[arg(long, default_value_t = 32768, value_name = "KIB")]
+    pub trace_buffer_kb: u32,
+    /// Also print the per-task table.
+    #[arg(long)]
+    pub tasks: bool,
+    /// The workload and its own flags: `pipe -l 100000`, `hackbench -g 4 -l 100`.
+    #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "WORKLOAD")]
+    pub workload: Vec<String>,
+}
+
+/// `schedlab validate`.
+#[derive(Args, Debug)]
+pub struct ValidateArgs {
+    /// Native runs, and simulated seeds.
+    #[arg(long, default_value_t = 5)]
+    pub runs: u32,
+    /// CPUs every task may run on, natively and in the model (taskset -c syntax).
+    #[arg(long, visible_alias = "cpus", value_name = "LIST")]
+    pub pin: Option<String>,
+    /// Record native runs with ftrace: wakeup latency and wakee placement rows.
+    #[arg(long)]
+    pub trace: bool,
+    /// Per-CPU ftrace buffer in KiB.
+    #[arg(long, default_value_t = 32768, value_name = "KIB")]
+    pub trace_buffer_kb: u32,
+    /// The simulated machine.
+    #[arg(long, default_value = "host")]
+    pub topology: String,
+    /// The simulated kernel (`host`: the preset nearest to this kernel, with its HZ and
+    /// preemption model).
+    #[arg(long, default_value = "host")]
+    pub kernel: String,
+    /// Scheduler features for the model, debugfs syntax.
+    #[arg(long, value_name = "LIST")]
+    pub features: Option<String>,
+    /// A cost parameter for the model, e.g. context_switch_ns=1500 (repeatable).
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub cost: Vec<String>,
+    /// A cost file for the model (e.g. from `schedlab calibrate`).
+    #[arg(long, value_name = "FILE")]
+    pub cost_file: Option<PathBuf>,
+    /// First seed of the simulated runs (seeds SEED..SEED+runs).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// The workload and its own flags.
+    #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "WORKLOAD")]
+    pub workload: Vec<String>,
+}
+
+/// `schedlab calibrate`.
+#[derive(Args, Debug)]
+pub struct CalibrateArgs {
+    /// Write the cost file here (default: stdout).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Repetitions of each microbenchmark (the median is used).
+    #[arg(long, default_value_t = 5)]
+    pub repetitions: usize,
+    /// Scales every microbenchmark's iteration count (0.1 for a quick run).
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
+}
+
+/// Ctrl-C during a native run: kill and reap the children, remove the ftrace instance, exit 130.
+fn install_interrupt_handler() {
+    let _ = ctrlc::set_handler(|| {
+        native::interrupt();
+        eprintln!("schedlab: interrupted");
+        std::process::exit(130);
+    });
+}
+
+fn native_error(e: NativeError) -> anyhow::Error {
+    native::cleanup::exit_if_interrupted();
+    match e {
+        NativeError::Usage(m) => UserError(m).into(),
+        NativeError::System(m) => anyhow::anyhow!(m),
+    }
+}
+
+/// `--kernel host` for every command that builds a simulated kernel: the preset nearest to this
+/// machine's kernel (a note on stderr when it is not exact), with the host's HZ and preemption
+/// model when they can be read.
+pub fn host_kernel_config() -> anyhow::Result<sim::config::SchedConfig> {
+    let m = match native::host_kernel_preset() {
+        Ok(m) => m,
+        Err(e) => return user(format!("--kernel host: {e}")),
+    };
+    if let Some(note) = m.note() {
+        eprintln!("schedlab: {note}");
+    }
+    let mut cfg = sim::kernel::preset(m.preset).expect("a preset from KERNELS").config();
+    let h = native::host::host_sched();
+    if let Some(hz) = h.hz {
+        cfg.hz = hz;
+    }
+    if let Some(p) = &h.preempt {
+        match sim::config::PreemptModel::parse(p) {
+            Some(model) => cfg.preempt = model,
+            None => eprintln!("schedlab: --kernel host: preemption model `{p}` is not modelled; using the preset's"),
+        }
+    }
+    Ok(cfg)
+}
+
+fn parse_pin(pin: &Option<String>) -> anyhow::Result<Option<Vec<u32>>> {
+    match pin {
+        Some(list) => {
+            let n = native::host::nr_cpus() as u32;
+            Ok(Some(setup::cpu_list(list, n).map_err(|e| UserError(e.to_string().replace("--cpus", "--pin")))?))
+        }
+        None => Ok(None),
+    }
+}
+
+/// The `run --json` counters of a native run; `null` where this kernel does not count.
+struct NativeCounters {
+    values: Vec<(&'static str, Option<u64>)>,
+    unavailable: Vec<String>,
+}
+
+fn counters(r: &NativeRun) -> NativeCounters {
+    let sum = |f: &dyn Fn(&TaskSample) -> u64| r.tasks.iter().map(f).sum::<u64>();
+    let ss = |k: &str| -> Option<u64> {
+        r.schedstats.then(|| r.tasks.iter().map(|t| t.schedstats.get(k).copied().unwrap_or(0)).sum())
+    };
+    let an = r.analysis.as_ref();
+    let mut unavailable = Vec::new();
+    let via_trace = |k: &'static str, v: Option<u64>, unavailable: &mut Vec<String>| -> Option<u64> {
+        ss(k).or(v).or_else(|| {
+            unavailable.push(format!("{k}: schedstats are off on this kernel; run with --trace"));
+            None
+        })
+    };
+    let mut values = vec![
+        ("nr_switches", Some(sum(&|t| t.nr_switches))),
+        ("nr_voluntary_switches", Some(sum(&|t| t.nr_voluntary_switches))),
+        ("nr_involuntary_switches", Some(sum(&|t| t.nr_involuntary_switches))),
+        ("nr_migrations", Some(sum(&|t| t.nr_migrations))),
+    ];
+    values.push(("nr_wakeups", via_trace("nr_wakeups", an.map(|a| a.nr_wakeups), &mut unavailable)));
+    let sync = ss("nr_wakeups_sync");
+    if sync.is_none() {
+        unavailable.push("nr_wakeups_sync: needs schedstats (CONFIG_SCHEDSTATS, kernel.sched_schedstats=1)".into());
+    }
+    values.push(("nr_wakeups_sync", sync));
+    values.push(("nr_wakeups_local", via_trace("nr_wakeups_local", an.map(|a| a.nr_wakeups_local), &mut unavailable)));
+    values
+        .push(("nr_wakeups_remote", via_trace("nr_wakeups_remote", an.map(|a| a.nr_wakeups_remote), &mut unavailable)));
+    for k in ["nr_wakeups_affine", "nr_wakeups_affine_attempts"] {
+        let v = ss(k);
+        if v.is_none() {
+            unavailable.push(format!("{k}: needs schedstats (CONFIG_SCHEDSTATS, kernel.sched_schedstats=1)"));
+        }
+        values.push((k, v));
+    }
+    values.push((
+        "nr_wakeups_migrate",
+        via_trace("nr_wakeups_migrate", an.map(|a| a.nr_wakeups_migrate), &mut unavailable),
+    ));
+    for k in ["nr_wakeup_preemptions", "nr_tick_preemptions"] {
+        unavailable.push(format!("{k}: the kernel keeps no such counter (simulator only)"));
+        values.push((k, None));
+    }
+    if r.resched_ipis.is_none() {
+        unavailable.push("nr_ipis: no RES line in /proc/interrupts".into());
+    }
+    values.push(("nr_ipis", r.resched_ipis));
+    NativeCounters { values, unavailable }
+}
+
+fn reproduce_native(a: &NativeArgs) -> String {
+    let mut cmd = "schedlab native".to_string();
+    if let Some(p) = &a.pin {
+        cmd += &format!(" --pin {p}");
+    }
+    if a.trace || a.trace_out.is_some() {
+        cmd += " --trace";
+    }
+    cmd + " " + &a.workload.join(" ")
+}
+
+fn pct(p: Option<f64>) -> String {
+    p.map_or("-".into(), |v| format!("{:.1}%", v * 100.0))
+}
+
+pub fn native(a: &NativeArgs) -> anyhow::Result<()> {
+    install_interrupt_handler();
+    let pin = parse_pin(&a.pin)?;
+    let traced = a.trace || a.trace_out.is_some();
+    let opts = NativeOptions { pin: pin.clone(), trace_buffer_kb: traced.then_some(a.trace_buffer_kb) };
+    let started = std::time::Instant::now();
+    let r = native::run_native(&a.workload, &opts).map_err(native_error)?;
+    let wall_ms = started.elapsed().as_secs_f64() * 1e3;
+    if let (Some(path), Some(cap)) = (&a.trace_out, &r.trace) {
+        std::fs::write(path, &cap.text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    }
+    let c = counters(&r);
+    let release = native::host::host_release().unwrap_or_default();
+    let preset = native::host_kernel_preset().ok();
+    let host = native::host::host_sched();
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        let v = json_report(a, &r, &c, &release, preset.as_ref(), &host, wall_ms);
+        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+        return Ok(());
+    }
+    write!(out, "{}", r.output)?;
+    if !r.output.ends_with('\n') {
+        writeln!(out)?;
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "# schedlab {} native: kernel {release} (nearest preset {}), preempt {}, hz {}, {} CPUs{}",
+        env!("CARGO_PKG_VERSION"),
+        preset.as_ref().map_or("?", |p| p.preset),
+        host.preempt.as_deref().unwrap_or("?"),
+        host.hz.map_or("?".into(), |h| h.to_string()),
+        native::host::nr_cpus(),
+        pin.as_ref().map_or(String::new(), |p| format!(", pinned to {p:?}"))
+    )?;
+    writeln!(out, "# reproduce: {}", reproduce_native(a))?;
+    if a.tasks {
+        writeln!(
+            out,
+            "{:<16} {:>7} {:>4} {:>12} {:>9} {:>9} {:>9} {:>6} {:>12} {:>9}",
+            "comm", "pid", "nice", "runtime_ms", "switches", "voluntary", "involunt", "migr", "run_delay_ms", "slices"
+        )?;
+        for t in &r.tasks {
+            writeln!(
+                out,
+                "{:<16} {:>7} {:>4} {:>12.3} {:>9} {:>9} {:>9} {:>6} {:>12.3} {:>9}",
+                t.comm,
+                t.pid,
+                t.nice,
+                t.sum_exec_runtime_ns as f64 / 1e6,
+                t.nr_switches,
+                t.nr_voluntary_switches,
+                t.nr_involuntary_switches,
+                t.nr_migrations,
+                t.run_delay_ns as f64 / 1e6,
+                t.timeslices
+            )?;
+        }
+    }
+    let get = |k: &str| c.values.iter().find(|(n, _)| *n == k).and_then(|(_, v)| *v);
+    let show = |k: &str| get(k).map_or("n/a".to_string(), |v| v.to_string());
+    let ops = r.ops.max(1) as f64;
+    writeln!(out, "measured {:.6} s, {} tasks, {} {}s", r.elapsed_ns as f64 / 1e9, r.tasks.len(), r.ops, r.op_name)?;
+    writeln!(
+        out,
+        "switches {} (voluntary {}, involuntary {}), wakeups {} (local {}, remote {}, migrate {}), migrations {}, IPIs {} (system-wide)",
+        show("nr_switches"),
+        show("nr_voluntary_switches"),
+        show("nr_involuntary_switches"),
+        show("nr_wakeups"),
+        show("nr_wakeups_local"),
+        show("nr_wakeups_remote"),
+        show("nr_wakeups_migrate"),
+        show("nr_migrations"),
+        show("nr_ipis"),
+    )?;
+    let run_delay: u64 = r.tasks.iter().map(|t| t.run_delay_ns).sum();
+    writeln!(
+        out,
+        "per {}: {:.3} switches, {:.3} migrations; run delay {:.3} ms in total",
+        r.op_name,
+        get("nr_switches").unwrap_or(0) as f64 / ops,
+        get("nr_migrations").unwrap_or(0) as f64 / ops,
+        run_delay as f64 / 1e6
+    )?;
+    let idle = r
+        .idle_ns_per_cpu
+        .as_ref()
+        .map_or("n/a".into(), |v| v.iter().map(|n| format!("{:.1}", *n as f64 / 1e6)).collect::<Vec<_>>().join(" "));
+    match &r.analysis {
+        Some(an) => {
+            let p = an.wakeup_latency_ns();
+            writeln!(
+                out,
+                "wakeup latency us: p50 {:.1} p90 {:.1} p99 {:.1} max {:.1} (ftrace, 1 us resolution); wakee on waker CPU {}; idle ms per CPU: {idle}",
+                p.p50 as f64 / 1e3,
+                p.p90 as f64 / 1e3,
+                p.p99 as f64 / 1e3,
+                p.max as f64 / 1e3,
+                pct(an.wakee_on_waker_cpu())
+            )?;
+            if let Some(cap) = &r.trace
+                && cap.dropped + cap.overrun > 0
+            {
+                writeln!(
+                    out,
+                    "ftrace: {} events lost (buffer full): the trace rows cover the start of the run only; raise --trace-buffer-kb",
+                    cap.dropped + cap.overrun
+                )?;
+            }
+        }
+        None => writeln!(out, "wakeup latency: n/a (run with --trace); idle ms per CPU: {idle}")?,
+    }
+    if !c.unavailable.is_empty() {
+        let names: Vec<&str> = c.unavailable.iter().map(|u| u.split(':').next().unwrap_or("")).collect();
+        writeln!(out, "unavailable on this kernel: {}", names.join(", "))?;
+    }
+    Ok(())
+}
+
+fn task_json(t: &TaskSample, an: Option<&schedtrace::Analysis>) -> Value {
+    let lat = an.and_then(|a| a.tasks.iter().find(|x| x.pid == t.pid)).map(
+        |x| json!({ "nr_wakeups": x.nr_wakeups, "avg_delay_ns": x.avg_delay_ns(), "max_delay_ns": x.max_delay_ns }),
+    );
+    json!({
+        "pid": t.pid, "comm": t.comm, "nice": t.nice,
+        "sum_exec_runtime_ns": t.sum_exec_runtime_ns,
+        "nr_switches": t.nr_switches,
+        "nr_voluntary_switches": t.nr_voluntary_switches,
+        "nr_involuntary_switches": t.nr_involuntary_switches,
+        "nr_migrations": t.nr_migrations,
+        "nr_wakeups": t.schedstats.get("nr_wakeups").copied().or_else(|| lat.as_ref().map(|l| l["nr_wakeups"].as_u64().unwrap_or(0))),
+        "run_delay_ns": t.run_delay_ns,
+        "timeslices": t.timeslices,
+        "trace": lat,
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn json_report(
+    a: &NativeArgs,
+    r: &NativeRun,
+    c: &NativeCounters,
+    release: &str,
+    preset: Option<&native::KernelMatch>,
+    host: &native::host::HostSched,
+    wall_ms: f64,
+) -> Value {
+    let mut counters = serde_json::Map::new();
+    for (k, v) in &c.values {
+        counters.insert((*k).to_string(), json!(v));
+    }
+    counters.insert("idle_ns_per_cpu".into(), json!(r.idle_ns_per_cpu));
+    counters.insert("run_delay_ns".into(), json!(r.tasks.iter().map(|t| t.run_delay_ns).sum::<u64>()));
+    counters.insert("timeslices".into(), json!(r.tasks.iter().map(|t| t.timeslices).sum::<u64>()));
+    let lat = match &r.analysis {
+        Some(an) => {
+            let p = an.wakeup_latency_ns();
+            json!({ "p50": p.p50, "p90": p.p90, "p99": p.p99, "max": p.max })
+        }
+        None => json!({ "p50": null, "p90": null, "p99": null, "max": null }),
+    };
+    let topology = machine::host_topology().map(|t| t.name).unwrap_or_else(|_| "host".into());
+    json!({
+        "schedlab_version": env!("CARGO_PKG_VERSION"),
+        "mode": "native",
+        "seed": null,
+        "command": reproduce_native(a),
+        "topology": topology,
+        "kernel": release,
+        "kernel_preset": preset.map(|p| p.preset),
+        "preempt": host.preempt,
+        "hz": host.hz,
+        "features": null,
+        "patches": [],
+        "sysctl": null,
+        "workload": { "name": r.workload.name, "argv": r.workload.argv },
+        "metric": { "name": r.workload.metric.name, "value": r.metric, "better": r.workload.metric.better.as_str() },
+        "native": {
+            "elapsed_ns": r.elapsed_ns,
+            "wall_ms": (wall_ms * 1000.0).round() / 1000.0,
+            "ops": r.ops,
+            "op": r.op_name,
+            "pin": parse_pin(&a.pin).ok().flatten(),
+            "schedstats": r.schedstats,
+            "trace": r.trace.as_ref().map(|t| json!({
+                "records": r.analysis.as_ref().map(|an| an.records),
+                "lost_events": t.dropped + t.overrun,
+                "wakee_on_waker_cpu": r.analysis.as_ref().and_then(|an| an.wakee_on_waker_cpu()),
+            })),
+            "unavailable": c.unavailable,
+        },
+        "sim": null,
+        "counters": counters,
+        "wakeup_latency_ns": lat,
+        "tasks": r.tasks.iter().map(|t| task_json(t, r.analysis.as_ref())).collect::<Vec<_>>(),
+    })
+}
+
+/// One run's figures, on either side.
+#[derive(Clone, Copy, Debug, Default)]
+struct Figures {
+    metric: f64,
+    switches_per_op: f64,
+    involuntary_share: f64,
+    migrations_per_op: f64,
+    wakeups_per_op: Option<f64>,
+    lat_p50_us: Option<f64>,
+    lat_p99_us: Option<f64>,
+    wakee_on_waker: Option<f64>,
+}
+
+fn native_figures(r: &NativeRun) -> Figures {
+    let ops = r.ops.max(1) as f64;
+    let sw: u64 = r.tasks.iter().map(|t| t.nr_switches).sum();
+    let inv: u64 = r.tasks.iter().map(|t| t.nr_involuntary_switches).sum();
+    let mig: u64 = r.tasks.iter().map(|t| t.nr_migrations).sum();
+    let an = r.analysis.as_ref();
+    Figures {
+        metric: r.metric,
+        switches_per_op: sw as f64 / ops,
+        involuntary_share: inv as f64 / sw.max(1) as f64,
+        migrations_per_op: mig as f64 / ops,
+        wakeups_per_op: an.map(|a| a.nr_wakeups as f64 / ops),
+        lat_p50_us: an.map(|a| a.wakeup_latency_ns().p50 as f64 / 1e3),
+        lat_p99_us: an.map(|a| a.wakeup_latency_ns().p99 as f64 / 1e3),
+        wakee_on_waker: an.and_then(|a| a.wakee_on_waker_cpu()),
+    }
+}
+
+fn sim_figures(rec: &lab::runner::RunRecord, ops: u64) -> Figures {
+    let c = &rec.counters;
+    let ops = ops.max(1) as f64;
+    let paired = c.nr_wakeups_local + c.nr_wakeups_remote;
+    Figures {
+        metric: rec.metric,
+        switches_per_op: c.nr_switches as f64 / ops,
+        involuntary_share: c.nr_involuntary_switches as f64 / c.nr_switches.max(1) as f64,
+        migrations_per_op: c.nr_migrations as f64 / ops,
+        wakeups_per_op: Some(c.nr_wakeups as f64 / ops),
+        lat_p50_us: Some(rec.wakeup_latency_ns[0] as f64 / 1e3),
+        lat_p99_us: Some(rec.wakeup_latency_ns[2] as f64 / 1e3),
+        wakee_on_waker: (paired > 0).then(|| c.nr_wakeups_local as f64 / paired as f64),
+    }
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.retain(|x| x.is_finite());
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
+}
+
+/// One row of the validation table.
+struct Row {
+    name: String,
+    native: Option<(f64, f64, f64)>,
+    sim: Option<f64>,
+}
+
+impl Row {
+    fn ratio(&self) -> Option<f64> {
+        match (self.native, self.sim) {
+            (Some((n, _, _)), Some(s)) if n != 0.0 => Some(s / n),
+            _ => None,
+        }
+    }
+    /// The model is further from the native median than the native runs are from each other.
+    fn off(&self) -> bool {
+        match (self.native, self.sim) {
+            (Some((n, lo, hi)), Some(s)) => (s - n).abs() > (hi - lo),
+            _ => false,
+        }
+    }
+}
+
+fn rows(metric_name: &str, op: &str, nat: &[Figures], sim: &[Figures]) -> Vec<Row> {
+    type Get = fn(&Figures) -> Option<f64>;
+    let defs: [(String, Get); 8] = [
+        (metric_name.to_string(), |f| Some(f.metric)),
+        (format!("switches/{op}"), |f| Some(f.switches_per_op)),
+        ("involuntary share".into(), |f| Some(f.involuntary_share)),
+        (format!("migrations/{op}"), |f| Some(f.migrations_per_op)),
+        (format!("wakeups/{op}"), |f| f.wakeups_per_op),
+        ("wakeup lat p50 us".into(), |f| f.lat_p50_us),
+        ("wakeup lat p99 us".into(), |f| f.lat_p99_us),
+        ("wakee on waker CPU".into(), |f| f.wakee_on_waker),
+    ];
+    defs.into_iter()
+        .map(|(name, get)| {
+            let nv: Vec<f64> = nat.iter().filter_map(get).collect();
+            let native = median(nv.clone()).map(|m| {
+                (
+                    m,
+                    nv.iter().copied().fold(f64::INFINITY, f64::min),
+                    nv.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                )
+            });
+            let sim = median(sim.iter().filter_map(get).collect());
+            Row { name, native, sim }
+        })
+        .collect()
+}
+
+fn num(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if a >= 1000.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.4}")
+    }
+}
+
+pub fn validate(a: &ValidateArgs) -> anyhow::Result<()> {
+    install_interrupt_handler();
+    if a.runs == 0 {
+        return user("--runs: must be at least 1");
+    }
+    let pin = parse_pin(&a.pin)?;
+    let wl = workload::bench::parse_benchmark_on(&a.workload, native::host::nr_cpus() as u32)
+        .map_err(|e| UserError(e.to_string()))?;
+    let Some((ops, op)) = native::run::operations(&wl) else {
+        return user(format!(
+            "validate runs {} (native mode does not run `{}` yet)",
+            native::run::NATIVE_WORKLOADS.join(", "),
+            wl.name
+        ));
+    };
+    // The model first: bad model input fails before any native run.
+    let sim_args = SimArgs {
+        topology: a.topology.clone(),
+        kernel: a.kernel.clone(),
+        features: a.features.clone(),
+        sysctl: vec![],
+        preempt: None,
+        hz: None,
+        cost: a.cost.clone(),
+        seed: a.seed,
+        cpus: a.pin.clone(),
+        cost_file: a.cost_file.clone(),
+    };
+    let cfg = setup::sched_config(&sim_args)?;
+    let topo = setup::topology(&sim_args)?;
+    let variant = sim::kernel::Variant { spec: a.kernel.clone(), config: cfg.clone(), patches: vec![] };
+    let cpus = match &a.pin {
+        Some(list) => Some(setup::cpu_list(list, topo.nr_cpus() as u32)?),
+        None => None,
+    };
+    use rayon::prelude::*;
+    let sim_records: Vec<lab::runner::RunRecord> = (0..u64::from(a.runs))
+        .into_par_iter()
+        .map(|i| {
+            lab::runner::run_one(&lab::runner::RunRequest {
+                variant: variant.clone(),
+                topology: topo.clone(),
+                workload: a.workload.clone(),
+                seed: a.seed + i,
+                default_duration_ns: 10_000_000_000,
+                max_events: 2_000_000_000,
+                cpus: cpus.clone(),
+            })
+        })
+        .collect::<Result<_, _>>()
+        .map_err(UserError)?;
+    let opts = NativeOptions { pin, trace_buffer_kb: a.trace.then_some(a.trace_buffer_kb) };
+    let mut nat = Vec::new();
+    let mut lost = 0;
+    let progress = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    for i in 0..a.runs {
+        if progress {
+            eprint!("\rnative run {}/{}", i + 1, a.runs);
+        }
+        let r = native::run_native(&a.workload, &opts).map_err(native_error)?;
+        lost += r.trace.as_ref().map_or(0, |t| t.dropped + t.overrun);
+        nat.push(native_figures(&r));
+    }
+    if progress {
+        eprintln!();
+    }
+    let sim: Vec<Figures> = sim_records.iter().map(|r| sim_figures(r, ops)).collect();
+    let table = rows(wl.metric.name, op, &nat, &sim);
+    let release = native::host::host_release().unwrap_or_default();
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        let rows: Vec<Value> = table
+            .iter()
+            .map(|r| {
+                json!({
+                    "quantity": r.name,
+                    "native_median": r.native.map(|n| n.0),
+                    "native_min": r.native.map(|n| n.1),
+                    "native_max": r.native.map(|n| n.2),
+                    "sim_median": r.sim,
+                    "ratio": r.ratio(),
+                    "outside_native_spread": r.off(),
+                })
+            })
+            .collect();
+        let v = json!({
+            "schedlab_version": env!("CARGO_PKG_VERSION"),
+            "workload": { "name": wl.name, "argv": a.workload },
+            "runs": a.runs,
+            "native": { "kernel": release, "pin": a.pin, "trace": a.trace, "lost_events": lost },
+            "sim": { "topology": topo.name, "kernel": cfg.kernel, "preempt": cfg.preempt.name(), "hz": cfg.hz,
+                     "seeds": [a.seed, a.seed + u64::from(a.runs) - 1], "cost_file": a.cost_file },
+            "rows": rows,
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+        return Ok(());
+    }
+    writeln!(out, "# validate {}: {} native runs vs {} simulated seeds", a.workload.join(" "), a.runs, a.runs)?;
+    writeln!(
+        out,
+        "# native: kernel {release}{}",
+        a.pin.as_ref().map_or(String::new(), |p| format!(", pinned to {p}"))
+    )?;
+    writeln!(
+        out,
+        "# model:  topology {} kernel {} preempt {} hz {}{}, seeds {}..{}",
+        topo.name,
+        cfg.kernel,
+        cfg.preempt.name(),
+        cfg.hz,
+        a.cost_file.as_ref().map_or(String::new(), |f| format!(", costs {}", f.display())),
+        a.seed,
+        a.seed + u64::from(a.runs) - 1
+    )?;
+    writeln!(
+        out,
+        "{:<22} {:>12} {:>23} {:>12} {:>9}",
+        "quantity", "native med", "native min-max", "sim med", "sim/nat"
+    )?;
+    for r in &table {
+        let (n, spread) = match r.native {
+            Some((m, lo, hi)) => (num(m), format!("{}-{}", num(lo), num(hi))),
+            None => ("n/a".into(), "".into()),
+        };
+        writeln!(
+            out,
+            "{:<22} {:>12} {:>23} {:>12} {:>9} {}",
+            r.name,
+            n,
+            spread,
+            r.sim.map_or("n/a".into(), num),
+            r.ratio().map_or("".into(), |x| format!("{x:.2}")),
+            if r.off() { "*" } else { "" }
+        )?;
+    }
+    writeln!(out, "* the model is further from the native median than the native min-max spread")?;
+    if !a.trace {
+        writeln!(out, "(wakeups, wakeup latency and wakee placement natively need --trace: schedstats are off)")?;
+    }
+    if lost > 0 {
+        writeln!(out, "ftrace lost {lost} events (buffer full): trace rows cover the start of the runs only")?;
+    }
+    Ok(())
+}
+
+pub fn calibrate(a: &CalibrateArgs) -> anyhow::Result<()> {
+    install_interrupt_handler();
+    if a.repetitions == 0 || !(a.scale > 0.0 && a.scale <= 100.0) {
+        return user("calibrate: --repetitions must be at least 1 and --scale in (0, 100]");
+    }
+    let opts = native::calibrate::CalibrateOptions { repetitions: a.repetitions, scale: a.scale };
+    let cal = native::calibrate::calibrate(&opts).map_err(|e| {
+        native::cleanup::exit_if_interrupted();
+        anyhow::anyhow!(e)
+    })?;
+    let topo = machine::host_topology().map_err(|e| UserError(format!("calibrate: topology host: {e}")))?;
+    let keys = cal.keys(&topo.costs);
+    let release = native::host::host_release().unwrap_or_default();
+    let mut notes = Vec::new();
+    // Check: the model's pinned process ping-pong with these costs.
+    if let Some(rt) = cal.get("rt_pinned_processes") {
+        let mut t = topo.clone();
+        for k in &keys {
+            let _ = t.costs.set(k.key, k.ns);
+        }
+        match host_kernel_config() {
+            Ok(cfg) => {
+                let req = lab::runner::RunRequest {
+                    variant: sim::kernel::Variant { spec: "host".into(), config: cfg, patches: vec![] },
+                    topology: t,
+                    workload: ["pipe", "--classic", "-l", "20000"].map(String::from).to_vec(),
+                    seed: 1,
+                    default_duration_ns: 10_000_000_000,
+                    max_events: 200_000_000,
+                    cpus: Some(vec![0]),
+                };
+                if let Ok(rec) = lab::runner::run_one(&req) {
+                    notes.push(format!(
+                        "check: the model's `pipe --classic -l 20000 --cpus 0` with these costs: {:.0} ns per round trip (native rt_pinned_processes {:.0} ns)",
+                        rec.metric * 1e3,
+                        rt.ns
+                    ));
+                }
+            }
+            Err(e) => notes.push(format!("check skipped: {e}")),
+        }
+    }
+    let h = native::host::host_sched();
+    let context = format!(
+        "host: {} CPUs, kernel {release}, preempt {}, hz {}; topology {}\n\
+         base values for the formulas (not measured): wakeup_local_ns {}, idle_exit_ns_c1 {}",
+        cal.nr_cpus,
+        h.preempt.as_deref().unwrap_or("?"),
+        h.hz.map_or("?".into(), |x| x.to_string()),
+        topo.name,
+        topo.costs.wakeup_local_ns,
+        topo.costs.idle_exit_ns_c1
+    );
+    let text = cal.to_toml(&keys, &context, &notes);
+    match &a.output {
+        Some(path) => {
+            std::fs::write(path, &text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            eprint!(
+                "{}",
+                text.lines()
+                    .filter(|l| l.starts_with("#   ") || l.starts_with("# check"))
+                    .map(|l| format!("{l}\n"))
+                    .collect::<String>()
+            );
+            eprintln!("wrote {}", path.display());
+        }
+        None => print!("{text}"),
+    }
+    Ok(())
+}

@@ -1,0 +1,251 @@
+//! The lab commands as a user runs them: `kernels`, `patches`, `compare`, `sweep`, `merge`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn schedlab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_schedlab")).args(args).current_dir(root()).output().expect("run schedlab")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+fn ok(args: &[&str]) -> String {
+    let o = schedlab(args);
+    assert!(o.status.success(), "schedlab {args:?} failed: {}", stderr(&o));
+    stdout(&o)
+}
+
+#[test]
+fn kernels_and_patches_are_listed() {
+    let k = ok(&["kernels"]);
+    assert_eq!(k.lines().count(), sim::kernel::KERNELS.len());
+    assert!(k.lines().any(|l| l.starts_with("v7.3 ")), "{k}");
+    let p = ok(&["patches"]);
+    assert_eq!(p.lines().count(), sim::kernel::PATCHES.len());
+    let nb = p.lines().find(|l| l.starts_with("next-buddy-eevdf ")).unwrap();
+    assert!(nb.contains("e837456fdca8"), "the reference is on the line: {nb}");
+}
+
+/// The brief's form (glued SPEC, positional rt-app workload), identical on 1 and 2 threads.
+#[test]
+fn compare_brief_form_is_deterministic_across_threads() {
+    let args = |jobs: &'static str| {
+        vec![
+            "compare",
+            "--jobs",
+            jobs,
+            "--base",
+            "v7.3",
+            "--variant",
+            "v7.3+next-buddy-eevdf",
+            "--runs",
+            "3",
+            "rtapp",
+            "examples/rtapp/mixed.json",
+        ]
+    };
+    let one = ok(&args("1"));
+    let two = ok(&args("2"));
+    assert_eq!(one, two);
+    assert!(one.contains("# seeds 1..3 (3 runs per variant)"), "{one}");
+    assert!(one.contains("positive = better"), "{one}");
+    assert!(
+        one.contains(
+            "# reproduce: schedlab compare --topology smp:2 --seed 1 --runs 3 --duration 10 --base v7.3 \
+             --variant 'v7.3 +next-buddy-eevdf' --workload 'rtapp examples/rtapp/mixed.json'"
+        ),
+        "{one}"
+    );
+    assert!(one.contains("v7.3+next-buddy-eevdf %change") && one.contains("nr_wakeup_preemptions"), "{one}");
+}
+
+/// Several workloads as --workload strings; JSON and CSV carry seeds and the reproduce line,
+/// and rerunning the reproduce line gives the same result.
+#[test]
+fn compare_several_workloads_json_and_csv() {
+    let args = [
+        "compare",
+        "--seeds",
+        "4,9,11",
+        "--duration",
+        "0.2",
+        "--base",
+        "v7.3",
+        "--variant",
+        "NO_DELAY_DEQUEUE",
+        "--variant",
+        "v6.18",
+        "--workload",
+        "rtapp examples/rtapp/mixed.json",
+        "--workload",
+        "rtapp examples/rtapp/periodic.json",
+        "--format",
+        "json",
+    ];
+    let json: serde_json::Value = serde_json::from_str(&ok(&args)).unwrap();
+    assert_eq!(json["seeds"], serde_json::json!([4, 9, 11]));
+    let groups = json["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 2);
+    assert_eq!(groups[0]["variants"][0]["spec"], "v7.3 NO_DELAY_DEQUEUE");
+    assert_eq!(groups[1]["variants"][1]["spec"], "v6.18");
+    assert_eq!(groups[1]["base"]["values"].as_array().unwrap().len(), 3);
+    let reproduce = json["reproduce"][0].as_str().unwrap();
+    assert!(reproduce.contains("--seeds 4,9,11"), "{reproduce}");
+    let mut again: Vec<String> = lab::words::split(reproduce).unwrap();
+    assert_eq!(again.remove(0), "schedlab");
+    again.extend(["--format".into(), "json".into()]);
+    let again: serde_json::Value =
+        serde_json::from_str(&ok(&again.iter().map(String::as_str).collect::<Vec<_>>())).unwrap();
+    // The same numbers and marks; only the variants' names differ (the line names them by SPEC).
+    let numbers = |v: &serde_json::Value| -> Vec<String> {
+        let mut out = Vec::new();
+        for g in v["groups"].as_array().unwrap() {
+            out.push(format!("{} {}", g["workload"], g["base"]["values"]));
+            for var in g["variants"].as_array().unwrap() {
+                out.push(format!("{} {} {} {}", var["spec"], var["values"], var["change_pct"], var["mark"]));
+            }
+        }
+        out
+    };
+    assert_eq!(numbers(&again), numbers(&json));
+
+    let mut csv_args = args.to_vec();
+    *csv_args.last_mut().unwrap() = "csv";
+    let csv = ok(&csv_args);
+    assert_eq!(csv.lines().count(), 1 + 2 * 3, "{csv}");
+    assert!(csv.lines().nth(1).unwrap().contains(",base,v7.3,v7.3,3,4 9 11,"), "{csv}");
+}
+
+fn sqlite_rows(dir: &Path) -> Vec<String> {
+    let conn = rusqlite::Connection::open(dir.join("results.db")).unwrap();
+    let mut stmt = conn
+        .prepare(
+            "SELECT schedlab_version, variant_name, spec, topology, workload, seed, duration_ns, metric, nr_switches, \
+             nr_wakeups, wakeup_latency_p99_ns, record FROM runs ORDER BY spec, topology, workload, seed",
+        )
+        .unwrap();
+    let rows = stmt
+        .query_map([], |r| {
+            Ok(format!(
+                "{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}",
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, String>(4)?,
+                r.get::<_, i64>(5)?,
+                r.get::<_, i64>(6)?,
+                r.get::<_, f64>(7)?,
+                r.get::<_, i64>(8)?,
+                r.get::<_, i64>(9)?,
+                r.get::<_, i64>(10)?,
+                r.get::<_, String>(11)?
+            ))
+        })
+        .unwrap();
+    rows.map(Result::unwrap).collect()
+}
+
+/// The example plan end to end: a sweep, a rerun that skips everything, two shards merged
+/// equal to the unsharded sweep, and the same table from the store as from the plan.
+#[test]
+fn sweep_rerun_shards_merge_and_compare_from() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = |name: &str| tmp.path().join(name).display().to_string();
+    let plan = "examples/sweeps/plan.toml";
+    let out = ok(&["sweep", plan, "--out", &dir("all")]);
+    assert!(out.contains("12 runs in the plan; 0 already stored, 12 stored now"), "{out}");
+    let out = ok(&["sweep", plan, "--out", &dir("all")]);
+    assert!(out.contains("12 already stored, 0 stored now"), "{out}");
+    let all = sqlite_rows(&tmp.path().join("all"));
+    assert_eq!(all.len(), 12);
+    assert!(
+        all[0].starts_with(&format!(
+            "{}|v7.3|v7.3|smp:2|[\"rtapp\",\"examples/rtapp/mixed.json\"]|1|",
+            env!("CARGO_PKG_VERSION")
+        )),
+        "{}",
+        all[0]
+    );
+
+    let out = ok(&["sweep", plan, "--shard", "0/2", "--out", &dir("s0"), "--jobs", "1"]);
+    assert!(out.contains("shard 0/2: 6 runs; 0 already stored, 6 stored now"), "{out}");
+    ok(&["sweep", plan, "--shard", "1/2", "--out", &dir("s1"), "--jobs", "2"]);
+    let out = ok(&["merge", &dir("s0"), &dir("s1"), "--out", &dir("merged")]);
+    assert!(out.contains("6 runs copied, 0 already present") && out.contains(": 12 runs"), "{out}");
+    let out = ok(&["merge", &dir("s1"), "--out", &dir("merged")]);
+    assert!(out.contains("0 runs copied, 6 already present"), "{out}");
+    assert_eq!(sqlite_rows(&tmp.path().join("merged")), all);
+
+    let from_all = ok(&["compare", "--from", &dir("all")]);
+    assert_eq!(ok(&["compare", "--from", &dir("merged")]), from_all);
+    assert_eq!(ok(&["compare", "--plan", plan]), from_all);
+    assert!(from_all.contains("next-buddy %change"), "{from_all}");
+    // Choosing variants by name or by SPEC.
+    let by_spec = ok(&["compare", "--from", &dir("all"), "--base", "v7.3", "--variant", "v7.3+next-buddy-eevdf"]);
+    assert_eq!(by_spec, from_all);
+    let o = schedlab(&["compare", "--from", &dir("all"), "--variant", "nosuch"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--variant `nosuch`"), "{}", stderr(&o));
+}
+
+#[test]
+fn bad_input_exits_2_naming_the_place() {
+    let tmp = tempfile::tempdir().unwrap();
+    let plan = tmp.path().join("plan.toml");
+    let good = std::fs::read_to_string(root().join("examples/sweeps/plan.toml")).unwrap();
+    let out = tmp.path().join("out").display().to_string();
+    // "plan.toml:N:" for the first line of the example plan that contains `text`.
+    let line_of = |text: &str| format!("plan.toml:{}:", good.lines().position(|l| l.contains(text)).unwrap() + 1);
+    let cases = [
+        (good.replace("duration = 0.2", "duraton = 0.2"), vec![line_of("duration = 0.2"), "duraton".into()]),
+        (
+            good.replace("+next-buddy-eevdf\"", "+next-buddy\""),
+            vec![line_of("+next-buddy-eevdf\""), "variant[1].spec".into(), "next-buddy".into()],
+        ),
+        (
+            good.replace("periodic.json", "nope.json"),
+            vec![line_of("periodic.json"), "workloads[1]".into(), "nope.json".into()],
+        ),
+    ];
+    for (text, want) in cases {
+        std::fs::write(&plan, &text).unwrap();
+        let o = schedlab(&["sweep", plan.to_str().unwrap(), "--out", &out]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        for w in want {
+            assert!(stderr(&o).contains(&w), "`{w}` not in: {}", stderr(&o));
+        }
+        assert!(!stderr(&o).contains("panicked"));
+    }
+    let bad = [
+        (
+            vec!["compare", "--base", "v7.3", "--variant", "v7.3+nope", "rtapp", "examples/rtapp/mixed.json"],
+            "--variant `v7.3+nope`",
+        ),
+        (
+            vec!["compare", "--base", "v9", "--variant", "NEXT_BUDDY", "rtapp", "examples/rtapp/mixed.json"],
+            "--base `v9`",
+        ),
+        (vec!["compare", "--base", "v7.3", "--variant", "NEXT_BUDDY"], "no workload"),
+        (vec!["compare", "--base", "v7.3", "--variant", "NEXT_BUDDY", "rtapp", "nope.json"], "nope.json"),
+        (vec!["compare", "--plan", "examples/sweeps/plan.toml", "--runs", "3"], "--runs"),
+        (vec!["compare", "--from", "/nonexistent/results"], "no results database"),
+        (vec!["sweep", "examples/sweeps/plan.toml", "--shard", "2/2"], "--shard"),
+        (vec!["sweep", "/nonexistent/plan.toml"], "/nonexistent/plan.toml"),
+    ];
+    for (args, want) in bad {
+        let o = schedlab(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(want), "{args:?}: `{want}` not in {}", stderr(&o));
+    }
+}

@@ -1,0 +1,331 @@
+//! `schedlab native`, `validate` and `calibrate` on the real kernel of the machine the tests run
+//! on (a 2-CPU VM in CI). Short runs: they check structure and consistency, not speed.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_schedlab")
+}
+
+fn schedlab(args: &[&str]) -> Output {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    Command::new(bin()).args(args).current_dir(root).output().expect("run schedlab")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn json(args: &[&str]) -> Value {
+    let o = schedlab(args);
+    assert!(o.status.success(), "{args:?}: {}", text(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {}", text(&o.stdout)))
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(1) == Some("0")))
+        .unwrap_or(false)
+}
+
+/// perf's output lines, then the counters summary.
+#[test]
+fn native_pipe_prints_the_tool_output_and_counters() {
+    let o = schedlab(&["native", "pipe", "-l", "20000"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(
+        out.starts_with(
+            "# Running 'sched/pipe' benchmark:\n# Executed 20000 pipe operations between two processes\n\n"
+        )
+    );
+    assert!(out.contains("     Total time: "), "{out}");
+    assert!(out.contains(" usecs/op\n") && out.contains(" ops/sec\n"), "{out}");
+    assert!(out.contains("switches ") && out.contains("per loop: "), "{out}");
+    assert!(out.contains("unavailable on this kernel: ") || out.contains("wakeups "), "{out}");
+}
+
+/// The JSON object has the `run --json` fields and per-task counters that add up. The 2-token
+/// pipe's switch count depends on placement (on one CPU about one per loop, workloads.md §3.1;
+/// on two CPUs that poll in idle it may hardly block at all), so only bounds are checked here.
+#[test]
+fn native_pipe_json_schema_and_counters() {
+    let v = json(&["native", "--json", "pipe", "-l", "20000"]);
+    assert_eq!(v["mode"], "native");
+    for key in [
+        "schedlab_version",
+        "seed",
+        "topology",
+        "kernel",
+        "features",
+        "patches",
+        "sysctl",
+        "workload",
+        "metric",
+        "counters",
+        "wakeup_latency_ns",
+        "tasks",
+    ] {
+        assert!(v.get(key).is_some(), "missing {key}");
+    }
+    assert_eq!(v["metric"]["name"], "usecs_per_op");
+    assert!(v["metric"]["value"].as_f64().unwrap() > 0.0);
+    let c = &v["counters"];
+    for key in [
+        "nr_switches",
+        "nr_voluntary_switches",
+        "nr_involuntary_switches",
+        "nr_migrations",
+        "nr_wakeups",
+        "nr_wakeups_sync",
+        "nr_wakeups_local",
+        "nr_wakeups_remote",
+        "nr_wakeups_affine",
+        "nr_wakeups_affine_attempts",
+        "nr_wakeups_migrate",
+        "nr_wakeup_preemptions",
+        "nr_tick_preemptions",
+        "nr_ipis",
+        "idle_ns_per_cpu",
+    ] {
+        assert!(c.get(key).is_some(), "missing counters.{key}");
+    }
+    // The kernel keeps no preemption counters: null, and said so.
+    assert!(c["nr_wakeup_preemptions"].is_null());
+    assert!(
+        v["native"]["unavailable"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s.as_str().unwrap().starts_with("nr_tick_preemptions"))
+    );
+    let tasks = v["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 2);
+    let sum = |k: &str| tasks.iter().map(|t| u(&t[k])).sum::<u64>();
+    assert_eq!(sum("nr_switches"), u(&c["nr_switches"]));
+    assert_eq!(u(&c["nr_switches"]), u(&c["nr_voluntary_switches"]) + u(&c["nr_involuntary_switches"]));
+    assert!(u(&c["nr_switches"]) <= 3 * 20_000 + 1_000, "{c}");
+    for t in tasks {
+        assert!(u(&t["nr_switches"]) >= 1, "{t}");
+        assert_eq!(t["comm"], "sched-pipe");
+        assert!(u(&t["sum_exec_runtime_ns"]) > 0);
+    }
+}
+
+/// The classic 1-token ping-pong switches at least once per round trip on each side, and at
+/// least one of the two blocks in `read` per round trip. (Whether voluntary switches outnumber
+/// involuntary ones depends on placement: on a shared CPU the wakee preempts the waker, which
+/// then never blocks, so both kinds approach one per loop.)
+#[test]
+fn native_classic_pipe_switches_once_per_op_per_side() {
+    let loops = 20_000u64;
+    let v = json(&["native", "--json", "pipe", "--classic", "-l", "20000"]);
+    let tasks = v["tasks"].as_array().unwrap();
+    for t in tasks {
+        assert!(u(&t["nr_switches"]) >= loops * 9 / 10, "{t}");
+    }
+    let c = &v["counters"];
+    assert!(u(&c["nr_voluntary_switches"]) >= loops * 9 / 10, "{c}");
+}
+
+/// rt-tests' three lines; 41 tasks; every worker switched (at least at its exit) and blocking
+/// dominates.
+#[test]
+fn native_hackbench_runs_and_counts() {
+    let o = schedlab(&["native", "hackbench", "-g", "1", "-l", "200"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.starts_with(
+        "Running in process mode with 1 groups using 40 file descriptors each (== 40 tasks)\nEach sender will pass 200 messages of 100 bytes\nTime: "
+    ));
+    assert!(out.contains("80000 messages"), "{out}");
+    let v = json(&["native", "--json", "hackbench", "-g", "1", "-l", "200"]);
+    assert_eq!(v["metric"]["name"], "seconds");
+    let tasks = v["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 41);
+    assert!(tasks[1..].iter().all(|t| u(&t["nr_switches"]) >= 1));
+    let c = &v["counters"];
+    assert!(u(&c["nr_voluntary_switches"]) > u(&c["nr_involuntary_switches"]), "{c}");
+    // Threads, pipes, pinned to one CPU: no migration once a task has started there.
+    let v = json(&["native", "--json", "--pin", "0", "hackbench", "-T", "-p", "-g", "1", "-f", "5", "-l", "50"]);
+    assert_eq!(v["tasks"].as_array().unwrap().len(), 11);
+    assert!(u(&v["counters"]["nr_migrations"]) <= 11, "{}", v["counters"]);
+}
+
+#[test]
+fn native_rejects_bad_input() {
+    let o = schedlab(&["native", "pipe", "-x"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let o = schedlab(&["native", "schbench"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("native mode runs pipe, hackbench, messaging"));
+    let o = schedlab(&["native", "--pin", "7", "pipe", "-l", "10"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+}
+
+/// `--trace`: latencies and placement from ftrace; the global tracing state is untouched and
+/// the private instance is gone afterwards.
+#[test]
+fn native_trace_fills_latency_and_leaves_tracing_alone() {
+    if !is_root() {
+        eprintln!("skipped: ftrace needs root");
+        return;
+    }
+    let before = tracing_state();
+    let v = json(&["native", "--json", "--trace", "pipe", "-l", "5000"]);
+    assert!(u(&v["wakeup_latency_ns"]["p50"]) > 0, "{}", v["wakeup_latency_ns"]);
+    assert!(u(&v["counters"]["nr_wakeups"]) > 0);
+    let c = &v["counters"];
+    assert!(u(&c["nr_wakeups_local"]) + u(&c["nr_wakeups_remote"]) <= u(&c["nr_wakeups"]));
+    assert_eq!(tracing_state(), before);
+}
+
+/// What a native run must leave as it found: the top-level `tracing_on`, and no
+/// `schedlab-*` instance of a dead process.
+fn tracing_state() -> Option<String> {
+    let root = tracefs()?;
+    std::fs::read_to_string(root.join("tracing_on")).ok().map(|s| s.trim().to_string())
+}
+
+/// The mounted tracefs; mounted at /sys/kernel/tracing first if it is not (as the run itself
+/// would), so that "before" and "after" read the same files.
+fn tracefs() -> Option<PathBuf> {
+    let find = || {
+        let mounts = std::fs::read_to_string("/proc/mounts").ok()?;
+        mounts.lines().find_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            (f.len() > 2 && f[2] == "tracefs").then(|| PathBuf::from(f[1]))
+        })
+    };
+    find().or_else(|| {
+        let target = Path::new("/sys/kernel/tracing");
+        rustix::mount::mount("nodev", target, "tracefs", rustix::mount::MountFlags::empty(), None).ok()?;
+        find()
+    })
+}
+
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for t in tasks.flatten() {
+            if let Ok(s) = std::fs::read_to_string(t.path().join("children")) {
+                out.extend(s.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
+            }
+        }
+    }
+    out
+}
+
+fn alive(pid: u32) -> bool {
+    // Gone, or at most a zombie of someone else would show as Z; a reaped child has no entry.
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// SIGINT in the middle of a run: exit status 130, every child killed and reaped, the ftrace
+/// instance removed and the global tracing state as before.
+fn interrupt_mid_run(args: &[&str], want_children: usize) {
+    let traced = args.contains(&"--trace");
+    let before = tracing_state();
+    let mut child = Command::new(bin()).args(args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let pid = child.id();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut kids = Vec::new();
+    while Instant::now() < deadline {
+        kids = children_of(pid);
+        if kids.len() >= want_children {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(kids.len() >= want_children, "{args:?}: only {} children appeared", kids.len());
+    if traced {
+        let root = tracefs().expect("tracefs mounted by the run");
+        assert!(root.join(format!("instances/schedlab-{pid}")).is_dir(), "the run's ftrace instance exists");
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    rustix::process::kill_process(rustix::process::Pid::from_raw(pid as i32).unwrap(), rustix::process::Signal::INT)
+        .unwrap();
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(130), "{args:?}: {err}");
+    assert!(err.contains("interrupted"), "{err}");
+    for k in &kids {
+        assert!(!alive(*k), "{args:?}: child {k} is still there");
+    }
+    if traced {
+        let root = tracefs().unwrap();
+        assert!(!root.join(format!("instances/schedlab-{pid}")).exists(), "instance left behind");
+        assert_eq!(tracing_state(), before, "top-level tracing_on changed");
+    }
+}
+
+#[test]
+fn interrupt_leaves_no_child_and_tracing_as_it_was() {
+    if is_root() {
+        interrupt_mid_run(&["native", "--trace", "--trace-buffer-kb", "1024", "pipe", "-l", "100000000"], 1);
+    } else {
+        eprintln!("not root: checking children only");
+        interrupt_mid_run(&["native", "pipe", "-l", "100000000"], 1);
+    }
+    // Many processes, blocked and running.
+    interrupt_mid_run(&["native", "hackbench", "-g", "2", "-l", "1000000"], 80);
+}
+
+/// `--kernel host` maps this kernel onto a preset, for any command that builds a model.
+#[test]
+fn kernel_host_maps_to_a_preset() {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let names: Vec<&'static str> = sim::kernel::KERNELS.iter().map(|k| k.name).collect();
+    let m = native::preset_for_release(release.trim(), &names).unwrap();
+    let v = json(&["run", "--json", "--topology", "host", "--kernel", "host", "pipe", "-l", "2000"]);
+    assert_eq!(v["kernel"], m.preset);
+    let o = schedlab(&["features", "--kernel", "host"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+}
+
+/// `calibrate` writes a cost file that `--cost-file` and `machine::load_cost_file` accept.
+#[test]
+fn calibrate_writes_a_loadable_cost_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("host-costs.toml");
+    let p = path.to_str().unwrap();
+    let o = schedlab(&["calibrate", "--repetitions", "1", "--scale", "0.05", "-o", p]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let body = std::fs::read_to_string(&path).unwrap();
+    assert!(body.starts_with("# schedlab cost file"), "{body}");
+    assert!(body.contains("#   syscall_ns ") && body.contains("null_syscall"), "{body}");
+    let costs = machine::load_cost_file(&path).unwrap();
+    let keys: Vec<&str> = costs.iter().map(|(k, _)| k.as_str()).collect();
+    for k in ["syscall_ns", "copy_ns_per_kib", "context_switch_ns", "context_switch_mm_ns"] {
+        assert!(keys.contains(&k), "{k} missing from {keys:?}");
+    }
+    let o = schedlab(&["run", "--topology", "host", "--cost-file", p, "pipe", "-l", "1000"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = schedlab(&["run", "--cost-file", "/nonexistent.toml", "pipe", "-l", "10"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+/// `validate` prints one row per quantity with both sides.
+#[test]
+fn validate_side_by_side() {
+    let v = json(&["validate", "--json", "--runs", "2", "pipe", "-l", "5000"]);
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows[0]["quantity"], "usecs_per_op");
+    assert!(rows[0]["native_median"].as_f64().unwrap() > 0.0);
+    assert!(rows[0]["sim_median"].as_f64().unwrap() > 0.0);
+    assert!(rows.iter().any(|r| r["quantity"] == "switches/loop"));
+    let o = schedlab(&["validate", "--runs", "2", "hackbench", "-g", "1", "-f", "5", "-l", "50"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.contains("switches/message") && out.contains("wakee on waker CPU"), "{out}");
+}

@@ -1,0 +1,416 @@
+//! A/B comparisons: a base variant against others, per (topology, workload), over seeds.
+//!
+//! Design (spec `workloads.md` §11.3): every variant runs on the same seeds as the base
+//! (common random numbers), so differences are paired by seed.
+//!
+//! **% change** is signed so that positive means better, as in mmtests: for a lower-is-better
+//! metric `100·(base − variant)/base`, for a higher-is-better one `100·(variant − base)/base`,
+//! both on the medians over seeds.
+//!
+//! **The significance rule.** A variant is marked `(I)` (significant improvement) or `(R)`
+//! (significant regression) when all of these hold:
+//! 1. at least [`MIN_RUNS`] runs: with 3 or more seeds common to base and variant, Student's
+//!    paired t-test on the per-seed differences `variant − base` (two-sided); otherwise, with 3
+//!    or more runs in each arm, Welch's t-test;
+//! 2. the test's p-value is below `alpha` (default 0.05);
+//! 3. `|% change| >= min_effect` percent (default 1.0): a real but negligible shift is not
+//!    flagged;
+//! 4. the mean difference and the median change agree in direction (a skewed sample where they
+//!    disagree is not marked).
+//!
+//! The mark's letter follows the sign of the % change. With fewer than 3 runs nothing is ever
+//! marked. When every paired difference is the same non-zero value (a deterministic shift),
+//! the test's p is 0; when all are zero, p is 1.
+
+use serde::Serialize;
+
+use crate::plan::{DEFAULT_MAX_EVENTS, Plan, RunKey};
+use crate::runner::{Better, CounterRecord, RunRecord};
+use crate::stats::{Summary, TTest, paired_t, welch_t};
+use crate::store::{StoredRun, VERSION};
+use crate::{LabError, words};
+
+/// Fewer runs than this are never marked significant.
+pub const MIN_RUNS: usize = 3;
+
+/// The thresholds of the significance rule.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct CompareOptions {
+    pub alpha: f64,
+    pub min_effect_pct: f64,
+}
+
+/// One run, labelled with its variant's name.
+#[derive(Clone, Debug)]
+pub struct Sample {
+    pub variant: String,
+    pub key: RunKey,
+    pub record: RunRecord,
+}
+
+impl From<StoredRun> for Sample {
+    fn from(r: StoredRun) -> Self {
+        Sample { variant: r.variant_name, key: r.key, record: r.record }
+    }
+}
+
+/// Significance mark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mark {
+    None,
+    /// Significant improvement: `(I)`.
+    Improvement,
+    /// Significant regression: `(R)`.
+    Regression,
+}
+
+impl Mark {
+    pub fn label(self) -> &'static str {
+        match self {
+            Mark::None => "",
+            Mark::Improvement => "(I)",
+            Mark::Regression => "(R)",
+        }
+    }
+}
+
+/// The counters compared side by side: mean per run over an arm's seeds.
+pub const COUNTERS: &[&str] = &[
+    "nr_switches",
+    "nr_voluntary_switches",
+    "nr_involuntary_switches",
+    "nr_migrations",
+    "nr_wakeups",
+    "nr_wakeups_sync",
+    "nr_wakeups_local",
+    "nr_wakeups_remote",
+    "nr_wakeups_affine",
+    "nr_wakeups_affine_attempts",
+    "nr_wakeups_migrate",
+    "nr_wakeup_preemptions",
+    "nr_tick_preemptions",
+    "nr_ipis",
+    "wakeup_latency_p50_us",
+    "wakeup_latency_p99_us",
+];
+
+fn counter_values(c: &CounterRecord, lat: [u64; 4]) -> [f64; 16] {
+    [
+        c.nr_switches as f64,
+        c.nr_voluntary_switches as f64,
+        c.nr_involuntary_switches as f64,
+        c.nr_migrations as f64,
+        c.nr_wakeups as f64,
+        c.nr_wakeups_sync as f64,
+        c.nr_wakeups_local as f64,
+        c.nr_wakeups_remote as f64,
+        c.nr_wakeups_affine as f64,
+        c.nr_wakeups_affine_attempts as f64,
+        c.nr_wakeups_migrate as f64,
+        c.nr_wakeup_preemptions as f64,
+        c.nr_tick_preemptions as f64,
+        c.nr_ipis as f64,
+        lat[0] as f64 / 1e3,
+        lat[2] as f64 / 1e3,
+    ]
+}
+
+/// One variant's runs in one group.
+#[derive(Clone, Debug, Serialize)]
+pub struct Arm {
+    pub name: String,
+    pub spec: String,
+    pub seeds: Vec<u64>,
+    /// The metric per seed, in `seeds` order.
+    pub values: Vec<f64>,
+    pub summary: Summary,
+    /// Mean per run of each of [`COUNTERS`], in that order.
+    pub counters: Vec<f64>,
+}
+
+/// A variant against the base in one group.
+#[derive(Clone, Debug, Serialize)]
+pub struct VariantResult {
+    pub name: String,
+    pub spec: String,
+    /// `None` when the variant has no runs in this group.
+    pub arm: Option<Arm>,
+    /// Median % change, positive = better; `None` when undefined (no runs, base median 0).
+    pub change_pct: Option<f64>,
+    pub test: Option<TTest>,
+    pub mark: Mark,
+}
+
+/// One (topology, workload, limits) cell of the comparison.
+#[derive(Clone, Debug, Serialize)]
+pub struct Group {
+    pub topology: String,
+    pub workload: Vec<String>,
+    pub duration_ns: u64,
+    pub max_events: u64,
+    pub metric: String,
+    pub better: Better,
+    pub base: Arm,
+    pub variants: Vec<VariantResult>,
+    /// A `schedlab compare` command line that recomputes this group.
+    pub reproduce: String,
+}
+
+/// A whole comparison.
+#[derive(Clone, Debug, Serialize)]
+pub struct Comparison {
+    pub schedlab_version: String,
+    pub options: CompareOptions,
+    pub base: String,
+    pub variants: Vec<String>,
+    pub groups: Vec<Group>,
+}
+
+/// Which variants to compare: names (or, for stored results, SPECs), base first.
+pub struct Selection {
+    pub base: (String, String),
+    pub variants: Vec<(String, String)>,
+}
+
+impl Selection {
+    /// The plan's base and every other variant, in plan order.
+    pub fn from_plan(plan: &Plan) -> Selection {
+        let named = |i: usize| (plan.variants[i].name.clone(), plan.variants[i].spec.clone());
+        Selection {
+            base: named(plan.base),
+            variants: (0..plan.variants.len()).filter(|&i| i != plan.base).map(named).collect(),
+        }
+    }
+}
+
+/// Builds the comparison from samples. Groups appear in the order of their first sample; a
+/// group where the base has no run is left out.
+pub fn build(samples: &[Sample], sel: &Selection, opts: CompareOptions) -> Result<Comparison, LabError> {
+    // Group the samples in one pass, groups in order of first appearance.
+    type GroupKey<'a> = (&'a str, &'a [String], u64, u64);
+    let mut index: std::collections::BTreeMap<GroupKey, usize> = std::collections::BTreeMap::new();
+    let mut grouped: Vec<(GroupKey, Vec<&Sample>)> = Vec::new();
+    for s in samples {
+        let k = (s.key.topology.as_str(), s.key.workload.as_slice(), s.key.duration_ns, s.key.max_events);
+        let i = *index.entry(k).or_insert_with(|| {
+            grouped.push((k, Vec::new()));
+            grouped.len() - 1
+        });
+        grouped[i].1.push(s);
+    }
+    let mut groups = Vec::new();
+    for (k, in_group) in grouped {
+        let arm_of = |name: &str, spec: &str| -> Result<Option<Arm>, LabError> {
+            let mut runs: Vec<&Sample> = in_group.iter().copied().filter(|s| s.variant == name).collect();
+            runs.sort_by_key(|s| s.key.seed);
+            if runs.is_empty() {
+                return Ok(None);
+            }
+            if let Some(w) = runs.windows(2).find(|w| w[0].key.seed == w[1].key.seed) {
+                return Err(LabError::Input(format!(
+                    "variant `{name}` has two runs with seed {} for {} on {}",
+                    w[0].key.seed,
+                    words::join(k.1),
+                    k.0
+                )));
+            }
+            let values: Vec<f64> = runs.iter().map(|s| s.record.metric).collect();
+            let mut counters = vec![0.0; COUNTERS.len()];
+            for s in &runs {
+                for (sum, v) in counters.iter_mut().zip(counter_values(&s.record.counters, s.record.wakeup_latency_ns))
+                {
+                    *sum += v;
+                }
+            }
+            counters.iter_mut().for_each(|c| *c /= runs.len() as f64);
+            Ok(Some(Arm {
+                name: name.to_string(),
+                spec: spec.to_string(),
+                seeds: runs.iter().map(|s| s.key.seed).collect(),
+                summary: Summary::of(&values).expect("non-empty"),
+                values,
+                counters,
+            }))
+        };
+        let Some(base) = arm_of(&sel.base.0, &sel.base.1)? else { continue };
+        let first = in_group.iter().find(|s| s.variant == sel.base.0).expect("base has runs");
+        let (metric, better) = (first.record.metric_name.clone(), first.record.better);
+        if let Some(odd) = in_group.iter().find(|s| s.record.metric_name != metric) {
+            return Err(LabError::Input(format!(
+                "{} on {}: runs report different metrics (`{metric}`, `{}`)",
+                words::join(k.1),
+                k.0,
+                odd.record.metric_name
+            )));
+        }
+        let mut variants = Vec::new();
+        for (name, spec) in &sel.variants {
+            let arm = arm_of(name, spec)?;
+            variants.push(judge(name, spec, &base, arm, better, opts));
+        }
+        let reproduce = reproduce_line(&[k.0.to_string()], &[k.1.to_vec()], &base.seeds, k.2, k.3, sel);
+        groups.push(Group {
+            topology: k.0.to_string(),
+            workload: k.1.to_vec(),
+            duration_ns: k.2,
+            max_events: k.3,
+            metric,
+            better,
+            base,
+            variants,
+            reproduce,
+        });
+    }
+    if groups.is_empty() {
+        return Err(LabError::Input(format!("no runs of the base `{}` to compare with", sel.base.0)));
+    }
+    Ok(Comparison {
+        schedlab_version: VERSION.to_string(),
+        options: opts,
+        base: sel.base.0.clone(),
+        variants: sel.variants.iter().map(|v| v.0.clone()).collect(),
+        groups,
+    })
+}
+
+/// The % change of `new` against `base`, positive = better.
+pub fn change_pct(base: f64, new: f64, better: Better) -> Option<f64> {
+    if base == 0.0 || !base.is_finite() || !new.is_finite() {
+        return if base == new { Some(0.0) } else { None };
+    }
+    let raw = 100.0 * (new - base) / base.abs();
+    // `+ 0.0` turns a negated zero into 0 (no "-0.00%").
+    Some(match better {
+        Better::Lower => -raw + 0.0,
+        Better::Higher => raw + 0.0,
+    })
+}
+
+/// Applies the significance rule of the module documentation.
+pub fn judge(
+    name: &str,
+    spec: &str,
+    base: &Arm,
+    arm: Option<Arm>,
+    better: Better,
+    opts: CompareOptions,
+) -> VariantResult {
+    let Some(arm) = arm else {
+        return VariantResult {
+            name: name.into(),
+            spec: spec.into(),
+            arm: None,
+            change_pct: None,
+            test: None,
+            mark: Mark::None,
+        };
+    };
+    let change = change_pct(base.summary.median, arm.summary.median, better);
+    let (mut before, mut after) = (Vec::new(), Vec::new());
+    for (i, seed) in base.seeds.iter().enumerate() {
+        if let Ok(j) = arm.seeds.binary_search(seed) {
+            before.push(base.values[i]);
+            after.push(arm.values[j]);
+        }
+    }
+    let test = if before.len() >= MIN_RUNS {
+        paired_t(&before, &after)
+    } else if base.values.len() >= MIN_RUNS && arm.values.len() >= MIN_RUNS {
+        welch_t(&base.values, &arm.values)
+    } else {
+        None
+    };
+    let mark = match (test, change) {
+        (Some(t), Some(c)) if t.p < opts.alpha && c.abs() >= opts.min_effect_pct => {
+            // The mean difference, in the "better" direction, must agree with the change.
+            let mean_better = match better {
+                Better::Lower => -t.mean_diff,
+                Better::Higher => t.mean_diff,
+            };
+            if mean_better > 0.0 && c > 0.0 {
+                Mark::Improvement
+            } else if mean_better < 0.0 && c < 0.0 {
+                Mark::Regression
+            } else {
+                Mark::None
+            }
+        }
+        _ => Mark::None,
+    };
+    VariantResult { name: name.into(), spec: spec.into(), arm: Some(arm), change_pct: change, test, mark }
+}
+
+/// Seeds as compare flags: `--seed S --runs N` when consecutive, else `--seeds a,b,c`.
+pub fn seed_flags(seeds: &[u64]) -> String {
+    let consecutive = seeds.windows(2).all(|w| w[0].checked_add(1) == Some(w[1]));
+    match seeds {
+        [first, ..] if consecutive => format!("--seed {first} --runs {}", seeds.len()),
+        _ => format!("--seeds {}", seeds.iter().map(u64::to_string).collect::<Vec<_>>().join(",")),
+    }
+}
+
+/// A `schedlab compare` command line for the given cross product.
+pub fn reproduce_line(
+    topologies: &[String],
+    workloads: &[Vec<String>],
+    seeds: &[u64],
+    duration_ns: u64,
+    max_events: u64,
+    sel: &Selection,
+) -> String {
+    let mut cmd = String::from("schedlab compare");
+    for t in topologies {
+        cmd += &format!(" --topology {}", words::quote(t));
+    }
+    cmd += &format!(" {} --duration {}", seed_flags(seeds), duration_ns as f64 / 1e9);
+    if max_events != DEFAULT_MAX_EVENTS {
+        cmd += &format!(" --max-events {max_events}");
+    }
+    cmd += &format!(" --base {}", words::quote(&sel.base.1));
+    for (_, spec) in &sel.variants {
+        cmd += &format!(" --variant {}", words::quote(spec));
+    }
+    for w in workloads {
+        cmd += &format!(" --workload {}", words::quote(&words::join(w)));
+    }
+    cmd
+}
+
+impl Comparison {
+    /// One command line reproducing everything when the groups form a full cross product of
+    /// topologies × workloads with the same seeds and limits; otherwise one per group.
+    pub fn reproduce(&self) -> Vec<String> {
+        let mut topologies: Vec<String> = Vec::new();
+        let mut workloads: Vec<Vec<String>> = Vec::new();
+        for g in &self.groups {
+            if !topologies.contains(&g.topology) {
+                topologies.push(g.topology.clone());
+            }
+            if !workloads.contains(&g.workload) {
+                workloads.push(g.workload.clone());
+            }
+        }
+        let g0 = &self.groups[0];
+        let uniform = self.groups.len() == topologies.len() * workloads.len()
+            && self.groups.iter().all(|g| {
+                g.base.seeds == g0.base.seeds && g.duration_ns == g0.duration_ns && g.max_events == g0.max_events
+            });
+        if !uniform {
+            return self.groups.iter().map(|g| g.reproduce.clone()).collect();
+        }
+        let sel = Selection {
+            base: (self.base.clone(), g0.base.spec.clone()),
+            variants: g0.variants.iter().map(|v| (v.name.clone(), v.spec.clone())).collect(),
+        };
+        vec![reproduce_line(&topologies, &workloads, &g0.base.seeds, g0.duration_ns, g0.max_events, &sel)]
+    }
+
+    /// Every seed used by the base, in order.
+    pub fn seeds(&self) -> Vec<u64> {
+        let mut all: Vec<u64> = self.groups.iter().flat_map(|g| g.base.seeds.iter().copied()).collect();
+        all.sort_unstable();
+        all.dedup();
+        all
+    }
+}

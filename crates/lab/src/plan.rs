@@ -1,0 +1,567 @@
+//! Experiment plans: topologies × variants × workloads × seeds, with run limits.
+//!
+//! A plan comes from a TOML file (`schedlab sweep PLAN.toml`, `schedlab compare --plan`) or from
+//! `compare`'s flags. Either way it is validated whole before anything runs: every topology
+//! resolves, every SPEC parses, every workload resolves. Errors in a file name the file, the
+//! line and the field.
+//!
+//! The file format (unknown keys are errors):
+//!
+//! ```toml
+//! topologies = ["smp:2"]        # presets, smp:N or topology TOML files (default ["smp:2"])
+//! seeds = 3                     # a count (seeds seed, seed+1, ...) or a list: [1, 7, 42]
+//! seed = 1                      # the first seed when `seeds` is a count (default 1)
+//! duration = 0.2                # simulated seconds when the workload sets none (default 10)
+//! max_events = 2000000000       # safety bound per run (default 2e9)
+//! base = "baseline"             # the variant others are compared with (default: the first)
+//! workloads = ["rtapp examples/rtapp/mixed.json", "hackbench -g 4"]
+//!
+//! [[variant]]
+//! name = "baseline"             # optional; default: the SPEC as written
+//! spec = "v7.3"
+//!
+//! [[variant]]
+//! name = "next-buddy"
+//! spec = "+next-buddy-eevdf"    # no preset: applies on top of the base variant
+//! ```
+//!
+//! Workload lines are split like a shell does (quotes, backslashes; no expansions); file paths in
+//! them, and topology files, are relative to the current directory, not to the plan file, so the
+//! stored command lines reproduce from where the sweep ran.
+//!
+//! Runs are numbered in the order topology, variant, workload, seed (the last varies fastest);
+//! [`Plan::runs`] lists them and a shard takes every run whose number is `I` modulo `N`.
+
+use std::fmt;
+use std::path::Path;
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
+use sim::kernel::Variant;
+use sim::topology::Topology;
+use toml::Spanned;
+
+use crate::runner::{self, RunRequest};
+use crate::{LabError, spec, words};
+
+/// Default simulated time per run when the workload sets none, as `schedlab run`.
+pub const DEFAULT_DURATION_S: f64 = 10.0;
+/// Default event bound per run, as `schedlab run`.
+pub const DEFAULT_MAX_EVENTS: u64 = 2_000_000_000;
+/// At most this many seeds per plan.
+pub const MAX_SEEDS: usize = 100_000;
+/// At most this many runs per plan.
+pub const MAX_RUNS: usize = 10_000_000;
+
+/// A topology as named in the plan, and the machine it names.
+#[derive(Clone, Debug)]
+pub struct PlanTopology {
+    pub name: String,
+    pub topology: Topology,
+}
+
+/// A named variant and its full SPEC (see [`crate::spec`]).
+#[derive(Clone, Debug)]
+pub struct PlanVariant {
+    pub name: String,
+    pub spec: String,
+    pub variant: Variant,
+}
+
+/// A validated plan.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// Where it came from: a file path, or `command line`.
+    pub origin: String,
+    pub topologies: Vec<PlanTopology>,
+    pub variants: Vec<PlanVariant>,
+    /// Index into `variants` of the base.
+    pub base: usize,
+    pub workloads: Vec<Vec<String>>,
+    pub seeds: Vec<u64>,
+    pub duration_ns: u64,
+    pub max_events: u64,
+}
+
+/// One run of a plan, by indices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunSlot {
+    /// The run's number in the whole plan (what shards divide).
+    pub index: usize,
+    pub topology: usize,
+    pub variant: usize,
+    pub workload: usize,
+    pub seed: u64,
+}
+
+/// A run's inputs: what the results store keys on (with the schedlab version).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RunKey {
+    pub spec: String,
+    pub topology: String,
+    pub workload: Vec<String>,
+    pub seed: u64,
+    pub duration_ns: u64,
+    pub max_events: u64,
+}
+
+impl Plan {
+    /// Every run, numbered in plan order.
+    pub fn runs(&self) -> Vec<RunSlot> {
+        let mut out = Vec::new();
+        for topology in 0..self.topologies.len() {
+            for variant in 0..self.variants.len() {
+                for workload in 0..self.workloads.len() {
+                    for &seed in &self.seeds {
+                        out.push(RunSlot { index: out.len(), topology, variant, workload, seed });
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    pub fn run_count(&self) -> usize {
+        self.topologies.len() * self.variants.len() * self.workloads.len() * self.seeds.len()
+    }
+
+    pub fn request(&self, slot: &RunSlot) -> RunRequest {
+        RunRequest {
+            variant: self.variants[slot.variant].variant.clone(),
+            topology: self.topologies[slot.topology].topology.clone(),
+            workload: self.workloads[slot.workload].clone(),
+            seed: slot.seed,
+            default_duration_ns: self.duration_ns,
+            max_events: self.max_events,
+            cpus: None,
+        }
+    }
+
+    pub fn key(&self, slot: &RunSlot) -> RunKey {
+        RunKey {
+            spec: self.variants[slot.variant].spec.clone(),
+            topology: self.topologies[slot.topology].name.clone(),
+            workload: self.workloads[slot.workload].clone(),
+            seed: slot.seed,
+            duration_ns: self.duration_ns,
+            max_events: self.max_events,
+        }
+    }
+
+    pub fn base_variant(&self) -> &PlanVariant {
+        &self.variants[self.base]
+    }
+}
+
+/// A shard: `index` in `0..count`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    pub index: u32,
+    pub count: u32,
+}
+
+impl Shard {
+    /// Parses `I/N` with `0 <= I < N` (0-based, as `SLURM_ARRAY_TASK_ID` with `--array=0-(N-1)`
+    /// and Kubernetes' `JOB_COMPLETION_INDEX`).
+    pub fn parse(text: &str) -> Result<Shard, String> {
+        let bad = || format!("`{text}` is not I/N with 0 <= I < N (0-based shard index I of N shards)");
+        let (i, n) = text.split_once('/').ok_or_else(bad)?;
+        let (index, count) = (i.trim().parse::<u32>().map_err(|_| bad())?, n.trim().parse::<u32>().map_err(|_| bad())?);
+        if count == 0 || index >= count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+
+    /// Whether the run numbered `index` belongs to this shard (run number modulo N).
+    pub fn contains(&self, index: usize) -> bool {
+        index % self.count as usize == self.index as usize
+    }
+}
+
+impl fmt::Display for Shard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+/// Resolves a topology name: a preset, `smp:N`, `host`, or a topology TOML file.
+pub fn resolve_topology(name: &str) -> Result<Topology, String> {
+    if name.ends_with(".toml") || Path::new(name).is_file() {
+        machine::load_topology_file(Path::new(name)).map_err(|e| e.to_string())
+    } else if name == "host" {
+        machine::host_topology().map_err(|e| e.to_string())
+    } else {
+        Topology::by_name(name)
+    }
+}
+
+/// Checks that a workload command line resolves (file exists, flags parse).
+pub fn check_workload(argv: &[String]) -> Result<(), String> {
+    runner::resolve_workload(argv).map(|_| ())
+}
+
+/// `count` seeds from `first` on: `first, first + 1, ...` (wrapping).
+pub fn seed_range(first: u64, count: usize) -> Vec<u64> {
+    (0..count as u64).map(|i| first.wrapping_add(i)).collect()
+}
+
+/// A plan's inputs as given on the command line; [`Plan::from_flags`] validates them and names
+/// the flag in every error.
+pub struct PlanFlags<'a> {
+    pub topologies: &'a [String],
+    pub base: &'a str,
+    /// Variants as typed; the name is the text as typed.
+    pub variants: &'a [String],
+    pub workloads: Vec<Vec<String>>,
+    pub seeds: Vec<u64>,
+    pub duration_s: f64,
+    pub max_events: u64,
+}
+
+impl Plan {
+    pub fn from_flags(f: PlanFlags<'_>) -> Result<Plan, LabError> {
+        let input = |msg: String| LabError::Input(msg);
+        let mut topologies = Vec::new();
+        for name in f.topologies {
+            let topology = resolve_topology(name).map_err(|e| input(format!("--topology: {e}")))?;
+            topologies.push(PlanTopology { name: name.clone(), topology });
+        }
+        if f.variants.is_empty() {
+            return Err(input("--variant: give at least one variant SPEC to compare with --base".into()));
+        }
+        let base_spec = spec::full_base(f.base);
+        let base = spec::parse_full(&base_spec).map_err(|e| input(format!("--base `{}`: {e}", f.base)))?;
+        let mut variants =
+            vec![PlanVariant { name: f.base.trim().to_string(), spec: base_spec.clone(), variant: base }];
+        for v in f.variants {
+            let full = spec::full_variant(v, &base_spec);
+            let variant = spec::parse_full(&full).map_err(|e| input(format!("--variant `{v}`: {e}")))?;
+            if variants.iter().any(|p| p.name == v.trim()) {
+                return Err(input(format!("--variant `{v}`: given twice (or equal to --base)")));
+            }
+            variants.push(PlanVariant { name: v.trim().to_string(), spec: full, variant });
+        }
+        if f.workloads.is_empty() {
+            return Err(input(
+                "no workload: give one after the options (`rtapp FILE.json`) or --workload \"...\"".into(),
+            ));
+        }
+        for argv in &f.workloads {
+            if argv.is_empty() {
+                return Err(input("--workload: empty workload".into()));
+            }
+            check_workload(argv).map_err(|e| input(format!("workload `{}`: {e}", words::join(argv))))?;
+        }
+        check_limits(f.seeds.len(), f.duration_s, f.max_events).map_err(|(flag, e)| input(format!("--{flag}: {e}")))?;
+        let plan = Plan {
+            origin: "command line".into(),
+            topologies,
+            variants,
+            base: 0,
+            workloads: f.workloads,
+            seeds: f.seeds,
+            duration_ns: (f.duration_s * 1e9).round() as u64,
+            max_events: f.max_events,
+        };
+        if plan.run_count() > MAX_RUNS {
+            return Err(input(format!("{} runs is more than the limit of {MAX_RUNS}", plan.run_count())));
+        }
+        Ok(plan)
+    }
+}
+
+/// Checks the run limits; the error names the field (`runs`, `duration`, `max_events`).
+fn check_limits(seeds: usize, duration_s: f64, max_events: u64) -> Result<(), (&'static str, String)> {
+    if seeds == 0 || seeds > MAX_SEEDS {
+        return Err(("runs", format!("{seeds} seeds: give 1..={MAX_SEEDS}")));
+    }
+    if !(duration_s > 0.0 && duration_s <= 1e6) {
+        return Err(("duration", format!("{duration_s} is not a positive number of seconds (at most 1e6)")));
+    }
+    if max_events == 0 {
+        return Err(("max_events", "must be at least 1".into()));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The TOML file.
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPlan {
+    topologies: Option<Spanned<Vec<Spanned<String>>>>,
+    seeds: Option<Spanned<RawSeeds>>,
+    seed: Option<Spanned<u64>>,
+    duration: Option<Spanned<f64>>,
+    max_events: Option<Spanned<u64>>,
+    base: Option<Spanned<String>>,
+    workloads: Option<Spanned<Vec<Spanned<String>>>>,
+    #[serde(default)]
+    variant: Vec<RawVariant>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawVariant {
+    name: Option<Spanned<String>>,
+    spec: Spanned<String>,
+}
+
+/// `seeds = 3` or `seeds = [1, 7, 42]`.
+enum RawSeeds {
+    Count(u64),
+    List(Vec<u64>),
+}
+
+impl<'de> Deserialize<'de> for RawSeeds {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawSeeds;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a number of seeds (e.g. 3) or a list of seeds (e.g. [1, 7, 42])")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<RawSeeds, E> {
+                u64::try_from(v).map(RawSeeds::Count).map_err(|_| E::custom(format!("{v} is not a number of seeds")))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<RawSeeds, E> {
+                Ok(RawSeeds::Count(v))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<RawSeeds, A::Error> {
+                let mut out = Vec::new();
+                while let Some(s) = seq.next_element::<u64>()? {
+                    out.push(s);
+                }
+                Ok(RawSeeds::List(out))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Reads and validates a plan file.
+pub fn load_plan(path: &Path) -> Result<Plan, LabError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| LabError::Input(format!("{}: cannot read the plan: {e}", path.display())))?;
+    parse_plan(&text, &path.display().to_string())
+}
+
+/// Parses and validates plan text; `origin` names it in errors.
+pub fn parse_plan(text: &str, origin: &str) -> Result<Plan, LabError> {
+    let raw: RawPlan = toml::from_str(text).map_err(|e| syntax_error(text, origin, &e))?;
+    let at = |offset: usize, field: &str, msg: String| {
+        let (line, _) = line_column(text, offset);
+        LabError::Input(format!("{origin}:{line}: field `{field}`: {msg}"))
+    };
+
+    let mut topologies = Vec::new();
+    match &raw.topologies {
+        None => topologies.push(PlanTopology { name: "smp:2".into(), topology: Topology::smp(2) }),
+        Some(list) => {
+            if list.get_ref().is_empty() {
+                return Err(at(list.span().start, "topologies", "empty list: name at least one machine".into()));
+            }
+            for (i, name) in list.get_ref().iter().enumerate() {
+                let topology = resolve_topology(name.get_ref())
+                    .map_err(|e| at(name.span().start, &format!("topologies[{i}]"), e))?;
+                if topologies.iter().any(|t: &PlanTopology| &t.name == name.get_ref()) {
+                    return Err(at(name.span().start, &format!("topologies[{i}]"), "listed twice".into()));
+                }
+                topologies.push(PlanTopology { name: name.get_ref().clone(), topology });
+            }
+        }
+    }
+
+    if raw.variant.is_empty() {
+        return Err(LabError::Input(format!(
+            "{origin}: field `variant`: missing: add at least one [[variant]] table with a `spec`"
+        )));
+    }
+    let names: Vec<String> = raw
+        .variant
+        .iter()
+        .map(|v| {
+            v.name.as_ref().map_or_else(|| v.spec.get_ref().trim().to_string(), |n| n.get_ref().trim().to_string())
+        })
+        .collect();
+    for (i, name) in names.iter().enumerate() {
+        let span = raw.variant[i].name.as_ref().map_or(raw.variant[i].spec.span(), |n| n.span());
+        if name.is_empty() {
+            return Err(at(span.start, &format!("variant[{i}].name"), "empty name".into()));
+        }
+        if let Some(j) = names[..i].iter().position(|n| n == name) {
+            return Err(at(span.start, &format!("variant[{i}].name"), format!("`{name}` is also variant[{j}]'s name")));
+        }
+    }
+    let base = match &raw.base {
+        None => 0,
+        Some(b) => names.iter().position(|n| n == b.get_ref().trim()).ok_or_else(|| {
+            at(
+                b.span().start,
+                "base",
+                format!("no variant is named `{}` (variants: {})", b.get_ref(), names.join(", ")),
+            )
+        })?,
+    };
+    let base_raw = &raw.variant[base].spec;
+    let base_spec = spec::full_base(base_raw.get_ref());
+    let mut variants = Vec::new();
+    for (i, v) in raw.variant.iter().enumerate() {
+        let full = if i == base { base_spec.clone() } else { spec::full_variant(v.spec.get_ref(), &base_spec) };
+        let variant = spec::parse_full(&full).map_err(|e| at(v.spec.span().start, &format!("variant[{i}].spec"), e))?;
+        variants.push(PlanVariant { name: names[i].clone(), spec: full, variant });
+    }
+
+    let Some(wl) = &raw.workloads else {
+        return Err(LabError::Input(format!(
+            "{origin}: field `workloads`: missing: list workload command lines, e.g. workloads = [\"rtapp examples/rtapp/mixed.json\"]"
+        )));
+    };
+    if wl.get_ref().is_empty() {
+        return Err(at(wl.span().start, "workloads", "empty list: give at least one workload".into()));
+    }
+    let mut workloads = Vec::new();
+    for (i, line) in wl.get_ref().iter().enumerate() {
+        let field = format!("workloads[{i}]");
+        let argv = words::split(line.get_ref()).map_err(|e| at(line.span().start, &field, e))?;
+        if argv.is_empty() {
+            return Err(at(line.span().start, &field, "empty workload".into()));
+        }
+        check_workload(&argv).map_err(|e| at(line.span().start, &field, e))?;
+        if workloads.contains(&argv) {
+            return Err(at(line.span().start, &field, "listed twice".into()));
+        }
+        workloads.push(argv);
+    }
+
+    let first = raw.seed.as_ref().map_or(1, |s| *s.get_ref());
+    let seeds = match &raw.seeds {
+        None => {
+            return Err(LabError::Input(format!(
+                "{origin}: field `seeds`: missing: give a number of seeds (seeds = 3) or a list (seeds = [1, 7, 42])"
+            )));
+        }
+        Some(s) => match s.get_ref() {
+            RawSeeds::Count(n) => {
+                if *n == 0 || *n > MAX_SEEDS as u64 {
+                    return Err(at(s.span().start, "seeds", format!("{n} seeds: give 1..={MAX_SEEDS}")));
+                }
+                if let Some(seed) = &raw.seed
+                    && first.checked_add(*n - 1).is_none_or(|last| last > i64::MAX as u64)
+                {
+                    return Err(at(seed.span().start, "seed", "the seeds would exceed 2^63 - 1".into()));
+                }
+                seed_range(first, *n as usize)
+            }
+            RawSeeds::List(list) => {
+                if let Some(seed) = &raw.seed {
+                    return Err(at(seed.span().start, "seed", "only with a count of seeds; `seeds` is a list".into()));
+                }
+                if list.is_empty() || list.len() > MAX_SEEDS {
+                    return Err(at(s.span().start, "seeds", format!("{} seeds: give 1..={MAX_SEEDS}", list.len())));
+                }
+                let mut sorted = list.clone();
+                sorted.sort_unstable();
+                if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+                    return Err(at(s.span().start, "seeds", format!("seed {} is listed twice", w[0])));
+                }
+                if let Some(big) = list.iter().find(|&&s| s > i64::MAX as u64) {
+                    return Err(at(s.span().start, "seeds", format!("seed {big} exceeds 2^63 - 1")));
+                }
+                list.clone()
+            }
+        },
+    };
+    let duration_s = raw.duration.as_ref().map_or(DEFAULT_DURATION_S, |d| *d.get_ref());
+    let max_events = raw.max_events.as_ref().map_or(DEFAULT_MAX_EVENTS, |m| *m.get_ref());
+    if let Err((field, msg)) = check_limits(seeds.len(), duration_s, max_events) {
+        let span = match field {
+            "duration" => raw.duration.as_ref().map(|d| d.span()),
+            "max_events" => raw.max_events.as_ref().map(|m| m.span()),
+            _ => raw.seeds.as_ref().map(|s| s.span()),
+        };
+        let field = if field == "runs" { "seeds" } else { field };
+        return Err(at(span.map_or(0, |s| s.start), field, msg));
+    }
+    let plan = Plan {
+        origin: origin.to_string(),
+        topologies,
+        variants,
+        base,
+        workloads,
+        seeds,
+        duration_ns: (duration_s * 1e9).round() as u64,
+        max_events,
+    };
+    if plan.run_count() > MAX_RUNS {
+        return Err(LabError::Input(format!(
+            "{origin}: {} runs is more than the limit of {MAX_RUNS}",
+            plan.run_count()
+        )));
+    }
+    Ok(plan)
+}
+
+/// A TOML error as `origin:line:column: message`, naming the key when the message does not.
+fn syntax_error(text: &str, origin: &str, error: &toml::de::Error) -> LabError {
+    let offset = error.span().map_or(0, |s| s.start);
+    let (line, column) = line_column(text, offset);
+    let mut message = error.message().trim().to_string();
+    if let Some(key) = key_at(text, offset)
+        && !message.contains(&format!("`{key}`"))
+    {
+        message = format!("field `{key}`: {message}");
+    }
+    LabError::Input(format!("{origin}:{line}:{column}: {message}"))
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, before[start..].chars().count() + 1)
+}
+
+/// The key of a `key = value` line containing `offset`, if any.
+fn key_at(text: &str, offset: usize) -> Option<String> {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let end = text[offset..].find('\n').map_or(text.len(), |i| offset + i);
+    let (key, _) = text[start..end].split_once('=')?;
+    let key = key.trim().trim_matches('"');
+    (!key.is_empty() && !key.starts_with('#') && !key.starts_with('[')).then(|| key.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_parse_and_partition() {
+        assert_eq!(Shard::parse("1/4").unwrap(), Shard { index: 1, count: 4 });
+        for bad in ["4/4", "1", "a/2", "0/0", "-1/2"] {
+            assert!(Shard::parse(bad).is_err(), "{bad}");
+        }
+        let shards: Vec<Shard> = (0..3).map(|i| Shard { index: i, count: 3 }).collect();
+        for run in 0..20 {
+            assert_eq!(shards.iter().filter(|s| s.contains(run)).count(), 1);
+        }
+    }
+
+    #[test]
+    fn key_and_position() {
+        let text = "seeds = 3\nbogus = 1\n";
+        assert_eq!(line_column(text, 10), (2, 1));
+        assert_eq!(key_at(text, 12).as_deref(), Some("bogus"));
+    }
+}

@@ -1,0 +1,358 @@
+//! `schedlab calibrate`: microbenchmarks of the host's kernel costs, turned into a cost file
+//! for `--cost-file` (a `[costs]` table with keys of [`sim::topology::Costs::KEYS`]).
+//!
+//! Measurements (each repeated; the median of the repetitions is used, the spread is reported):
+//!
+//! | name | what runs | per |
+//! |---|---|---|
+//! | `null_syscall` | `getppid()` in a loop | call |
+//! | `pipe_op_4` | one thread writes 4 B to a pipe and reads them back (no wakeup, no blocking) | write+read |
+//! | `pipe_op_32k` | the same with 32 KiB | write+read |
+//! | `rt_pinned_threads` | 1-token pipe ping-pong, two threads of one process, both on one CPU | round trip |
+//! | `rt_pinned_processes` | the same between two processes | round trip |
+//! | `rt_cross_processes` | the same, the two processes on two different CPUs | round trip |
+//!
+//! Derived keys (see [`Calibration::keys`]):
+//! * `syscall_ns` = `null_syscall`;
+//! * `copy_ns_per_kib` = (`pipe_op_32k` − `pipe_op_4`) / 64 (two copies of 32 KiB);
+//! * `context_switch_ns` = (`rt_pinned_threads` − 2·`pipe_op_4`) / 2 − `wakeup_local_ns`, and
+//!   `context_switch_mm_ns` likewise from `rt_pinned_processes`: a pinned round trip is two
+//!   pipe ops, two local wakeups and two switches; the simulator charges the wakeup separately
+//!   (`wakeup_local_ns`, kept at the topology's value: user space cannot isolate it);
+//! * `ipi_receive_ns` = `rt_cross_processes` / 2 − `pipe_op_4` − `context_switch_ns` −
+//!   `idle_exit_ns_c1`: the rest of a one-way hop to an idle CPU is the wakeup's trip to the
+//!   other CPU (IPI, and on a VM the exit/entry around the halted vCPU).
+//!
+//! A derived value below zero is written as 0 and flagged.
+
+use rustix::fd::AsFd;
+
+use crate::workers::{self, mono_ns};
+
+/// One microbenchmark's result.
+#[derive(Clone, Debug)]
+pub struct Measurement {
+    pub name: &'static str,
+    pub what: &'static str,
+    /// Median over the repetitions, ns per operation.
+    pub ns: f64,
+    pub min_ns: f64,
+    pub max_ns: f64,
+    pub iterations: u64,
+    pub repetitions: usize,
+}
+
+/// All measurements of one calibration.
+#[derive(Clone, Debug)]
+pub struct Calibration {
+    pub measurements: Vec<Measurement>,
+    pub nr_cpus: usize,
+}
+
+/// A derived cost key.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeyValue {
+    pub key: &'static str,
+    pub ns: u64,
+    /// How it was derived, for the file's comment header.
+    pub how: String,
+    /// The formula gave a negative value, written as 0.
+    pub clamped: bool,
+}
+
+/// How long to measure.
+#[derive(Clone, Copy, Debug)]
+pub struct CalibrateOptions {
+    /// Repetitions of each microbenchmark.
+    pub repetitions: usize,
+    /// Scales the iteration counts (1.0: a few seconds in total on a 2-CPU VM).
+    pub scale: f64,
+}
+
+impl Default for CalibrateOptions {
+    fn default() -> Self {
+        CalibrateOptions { repetitions: 5, scale: 1.0 }
+    }
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
+}
+
+fn measure(
+    name: &'static str,
+    what: &'static str,
+    iterations: u64,
+    reps: usize,
+    mut once: impl FnMut(u64) -> Result<u64, String>,
+) -> Result<Measurement, String> {
+    // One short warm-up pass.
+    once((iterations / 10).max(1))?;
+    let mut per = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        per.push(once(iterations)? as f64 / iterations as f64);
+    }
+    let min_ns = per.iter().copied().fold(f64::INFINITY, f64::min);
+    let max_ns = per.iter().copied().fold(0.0, f64::max);
+    Ok(Measurement { name, what, ns: median(&mut per), min_ns, max_ns, iterations, repetitions: reps })
+}
+
+fn pin_self(cpu: usize) -> Result<(), String> {
+    let mut set = rustix::thread::CpuSet::new();
+    set.set(cpu);
+    rustix::thread::sched_setaffinity(None, &set).map_err(|e| format!("sched_setaffinity: {e}"))
+}
+
+/// Elapsed ns of `n` getppid calls.
+fn null_syscall(n: u64) -> Result<u64, String> {
+    let t0 = mono_ns();
+    for _ in 0..n {
+        std::hint::black_box(rustix::process::getppid());
+    }
+    Ok(mono_ns() - t0)
+}
+
+/// Elapsed ns of `n` write+read pairs of `size` bytes on one pipe, in this thread.
+fn pipe_ops(n: u64, size: usize) -> Result<u64, String> {
+    let (r, w) = rustix::pipe::pipe().map_err(|e| format!("pipe: {e}"))?;
+    let mut buf = vec![7u8; size];
+    let t0 = mono_ns();
+    for _ in 0..n {
+        workers::write_all(w.as_fd(), &buf).map_err(|e| format!("pipe write: {e}"))?;
+        workers::read_exact(r.as_fd(), &mut buf, None).map_err(|e| format!("pipe read: {e}"))?;
+    }
+    Ok(mono_ns() - t0)
+}
+
+/// Elapsed ns of `n` 1-token round trips between this thread (on `cpu_b`) and a partner thread
+/// or forked process (on `cpu_a`).
+fn ping_pong(n: u64, cpu_a: usize, cpu_b: usize, process: bool) -> Result<u64, String> {
+    let (p1r, p1w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
+    let (p2r, p2w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
+    let old = rustix::thread::sched_getaffinity(None).map_err(|e| format!("sched_getaffinity: {e}"))?;
+    let result = (|| {
+        let mut buf_b = [0u8; 4];
+        if process {
+            pin_self(cpu_a)?;
+            let mut buf_a = [0u8; 4];
+            let (a_out, a_in) = (p2w.as_fd(), p1r.as_fd());
+            let mut guard = crate::cleanup::ChildGuard::new();
+            let pid =
+                crate::cleanup::spawn_child(|| match workers::pipe_worker(a_out, a_in, n, &mut buf_a, true, false) {
+                    Ok(()) => 0,
+                    Err(_) => 1,
+                })
+                .map_err(|e| format!("fork: {e}"))?;
+            guard.pids.push(pid);
+            pin_self(cpu_b)?;
+            let t0 = mono_ns();
+            workers::pipe_worker(p1w.as_fd(), p2r.as_fd(), n, &mut buf_b, false, false)
+                .map_err(|e| format!("ping-pong: {e}"))?;
+            let t = mono_ns() - t0;
+            let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty());
+            crate::cleanup::forget_child(pid);
+            guard.disarm();
+            Ok(t)
+        } else {
+            let (a_out, a_in) =
+                (p2w.try_clone().map_err(|e| e.to_string())?, p1r.try_clone().map_err(|e| e.to_string())?);
+            let partner = std::thread::spawn(move || {
+                pin_self(cpu_a)?;
+                let mut buf = [0u8; 4];
+                workers::pipe_worker(a_out.as_fd(), a_in.as_fd(), n, &mut buf, true, false).map_err(|e| e.to_string())
+            });
+            pin_self(cpu_b)?;
+            let t0 = mono_ns();
+            workers::pipe_worker(p1w.as_fd(), p2r.as_fd(), n, &mut buf_b, false, false)
+                .map_err(|e| format!("ping-pong: {e}"))?;
+            let t = mono_ns() - t0;
+            partner.join().map_err(|_| "ping-pong thread panicked".to_string())??;
+            Ok(t)
+        }
+    })();
+    let _ = rustix::thread::sched_setaffinity(None, &old);
+    result
+}
+
+/// Runs every microbenchmark.
+pub fn calibrate(opts: &CalibrateOptions) -> Result<Calibration, String> {
+    let reps = opts.repetitions.max(1);
+    let it = |n: f64| ((n * opts.scale) as u64).max(10);
+    let nr_cpus = crate::host::nr_cpus();
+    let mut m = vec![
+        measure("null_syscall", "getppid() in a loop, ns per call", it(500_000.0), reps, null_syscall)?,
+        measure(
+            "pipe_op_4",
+            "write 4 B to a pipe and read them back, one thread, ns per write+read",
+            it(100_000.0),
+            reps,
+            |n| pipe_ops(n, 4),
+        )?,
+        measure("pipe_op_32k", "the same with 32 KiB, ns per write+read", it(10_000.0), reps, |n| {
+            pipe_ops(n, 32 * 1024)
+        })?,
+        measure(
+            "rt_pinned_threads",
+            "1-token pipe ping-pong, two threads on CPU 0, ns per round trip",
+            it(20_000.0),
+            reps,
+            |n| ping_pong(n, 0, 0, false),
+        )?,
+        measure(
+            "rt_pinned_processes",
+            "1-token pipe ping-pong, two processes on CPU 0, ns per round trip",
+            it(20_000.0),
+            reps,
+            |n| ping_pong(n, 0, 0, true),
+        )?,
+    ];
+    if nr_cpus >= 2 {
+        m.push(measure(
+            "rt_cross_processes",
+            "1-token pipe ping-pong, two processes on CPUs 0 and 1, ns per round trip",
+            it(5_000.0),
+            reps,
+            |n| ping_pong(n, 0, 1, true),
+        )?);
+    }
+    Ok(Calibration { measurements: m, nr_cpus })
+}
+
+impl Calibration {
+    pub fn get(&self, name: &str) -> Option<&Measurement> {
+        self.measurements.iter().find(|m| m.name == name)
+    }
+
+    /// The cost keys derived from the measurements; `base` supplies the values the formulas
+    /// need but calibration does not measure (`wakeup_local_ns`, `idle_exit_ns_c1`).
+    pub fn keys(&self, base: &sim::topology::Costs) -> Vec<KeyValue> {
+        let g = |n: &str| self.get(n).map(|m| m.ns);
+        let mut out = Vec::new();
+        let mut push = |key: &'static str, v: f64, how: String| {
+            out.push(KeyValue { key, ns: v.max(0.0).round() as u64, how, clamped: v < 0.0 });
+        };
+        if let Some(s) = g("null_syscall") {
+            push("syscall_ns", s, format!("null_syscall = {s:.1} ns"));
+        }
+        let op = g("pipe_op_4");
+        if let (Some(op), Some(big)) = (op, g("pipe_op_32k")) {
+            push(
+                "copy_ns_per_kib",
+                (big - op) / 64.0,
+                format!("(pipe_op_32k {big:.0} - pipe_op_4 {op:.0}) / 64 KiB copied"),
+            );
+        }
+        let wl = base.wakeup_local_ns as f64;
+        let mut cs_threads = None;
+        if let (Some(op), Some(rt)) = (op, g("rt_pinned_threads")) {
+            let raw = (rt - 2.0 * op) / 2.0;
+            cs_threads = Some((raw - wl).max(0.0));
+            push(
+                "context_switch_ns",
+                raw - wl,
+                format!(
+                    "(rt_pinned_threads {rt:.0} - 2 x pipe_op_4 {op:.0}) / 2 = {raw:.0}, minus wakeup_local_ns {wl:.0}"
+                ),
+            );
+        }
+        if let (Some(op), Some(rt)) = (op, g("rt_pinned_processes")) {
+            let raw = (rt - 2.0 * op) / 2.0;
+            push(
+                "context_switch_mm_ns",
+                raw - wl,
+                format!(
+                    "(rt_pinned_processes {rt:.0} - 2 x pipe_op_4 {op:.0}) / 2 = {raw:.0}, minus wakeup_local_ns {wl:.0}"
+                ),
+            );
+        }
+        if let (Some(op), Some(rt), Some(cs)) = (op, g("rt_cross_processes"), cs_threads) {
+            let c1 = base.idle_exit_ns_c1 as f64;
+            let hop = rt / 2.0;
+            push(
+                "ipi_receive_ns",
+                hop - op - cs - c1,
+                format!(
+                    "rt_cross_processes {rt:.0} / 2 = {hop:.0} per hop, minus pipe_op_4 {op:.0}, context_switch_ns {cs:.0} (switch from idle), idle_exit_ns_c1 {c1:.0}"
+                ),
+            );
+        }
+        out
+    }
+
+    /// The cost file: a comment header documenting every measurement and which one set each
+    /// key, then the `[costs]` table. `notes` are extra comment lines (e.g. a check against the
+    /// simulator).
+    pub fn to_toml(&self, keys: &[KeyValue], context: &str, notes: &[String]) -> String {
+        let mut s = String::new();
+        s += "# schedlab cost file, written by `schedlab calibrate`: use with --cost-file.\n";
+        for line in context.lines() {
+            s += &format!("# {line}\n");
+        }
+        s += "#\n# Measurements (median of the repetitions; [min, max]):\n";
+        for m in &self.measurements {
+            s += &format!(
+                "#   {:<20} {:>10.1} ns  [{:.1}, {:.1}]  {} x {}  {}\n",
+                m.name, m.ns, m.min_ns, m.max_ns, m.repetitions, m.iterations, m.what
+            );
+        }
+        s += "#\n# Which measurement set which key:\n";
+        for k in keys {
+            s += &format!("#   {:<22} {}{}\n", k.key, k.how, if k.clamped { "  (negative: written as 0)" } else { "" });
+        }
+        s += "# Keys not listed keep the topology's values.\n";
+        for n in notes {
+            s += &format!("# {n}\n");
+        }
+        s += "\n[costs]\n";
+        for k in keys {
+            s += &format!("{} = {}\n", k.key, k.ns);
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fake() -> Calibration {
+        let m = |name, ns| Measurement { name, what: "", ns, min_ns: ns, max_ns: ns, iterations: 1, repetitions: 1 };
+        Calibration {
+            measurements: vec![
+                m("null_syscall", 80.0),
+                m("pipe_op_4", 600.0),
+                m("pipe_op_32k", 6_000.0),
+                m("rt_pinned_threads", 4_000.0),
+                m("rt_pinned_processes", 5_000.0),
+                m("rt_cross_processes", 20_000.0),
+            ],
+            nr_cpus: 2,
+        }
+    }
+
+    #[test]
+    fn derives_keys() {
+        let base = sim::topology::Costs::x86_server();
+        let keys = fake().keys(&base);
+        let get = |k: &str| keys.iter().find(|v| v.key == k).unwrap().ns;
+        assert_eq!(get("syscall_ns"), 80);
+        assert_eq!(get("copy_ns_per_kib"), 84); // 5400 / 64 = 84.4
+        assert_eq!(get("context_switch_ns"), (4_000 - 1_200) / 2 - base.wakeup_local_ns);
+        assert_eq!(get("context_switch_mm_ns"), (5_000 - 1_200) / 2 - base.wakeup_local_ns);
+        let cs = (4_000 - 1_200) / 2 - base.wakeup_local_ns;
+        assert_eq!(get("ipi_receive_ns"), 10_000 - 600 - cs - base.idle_exit_ns_c1);
+        let toml = fake().to_toml(&keys, "host: test", &["check: ok".into()]);
+        assert!(toml.contains("[costs]\nsyscall_ns = 80\n"));
+        assert!(toml.contains("# check: ok"));
+    }
+
+    #[test]
+    fn measures_quickly() {
+        let m = measure("null_syscall", "", 10_000, 2, null_syscall).unwrap();
+        assert!(m.ns > 0.0 && m.ns < 100_000.0);
+        assert!(pipe_ops(100, 4).unwrap() > 0);
+        assert!(ping_pong(200, 0, 0, false).unwrap() > 0);
+    }
+}

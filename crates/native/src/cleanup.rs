@@ -1,0 +1,115 @@
+//! What a native run must undo on every exit path: its forked children and its ftrace instance.
+//!
+//! Every child is registered here the moment it is forked (the registry lock is held across the
+//! `fork()`, so an interrupt cannot slip between the fork and the registration) and
+//! unregistered when it has been reaped. [`interrupt`] — called by the CLI's Ctrl-C handler —
+//! kills and reaps every registered child and removes the ftrace instance, after which the
+//! process may exit. Normal paths clean up through [`ChildGuard`] and the ftrace session's
+//! `Drop`. Children also carry `PR_SET_PDEATHSIG = SIGKILL`, so even a SIGKILLed schedlab does
+//! not leave them running.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rustix::process::{Pid, Signal, WaitOptions};
+
+static CHILDREN: Mutex<Vec<Pid>> = Mutex::new(Vec::new());
+static TRACE_INSTANCES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// Held for the whole of [`interrupt`], so another thread can wait for it to finish.
+static CLEANING: Mutex<()> = Mutex::new(());
+
+/// Forks a child (see [`crate::sys::fork_child`]) and registers it, atomically with respect to
+/// [`interrupt`].
+pub(crate) fn spawn_child<F: FnOnce() -> i32>(child: F) -> std::io::Result<Pid> {
+    let mut reg = CHILDREN.lock().unwrap_or_else(|e| e.into_inner());
+    let pid = crate::sys::fork_child(child)?;
+    reg.push(pid);
+    Ok(pid)
+}
+
+/// Forgets a child that has been reaped.
+pub(crate) fn forget_child(pid: Pid) {
+    let mut reg = CHILDREN.lock().unwrap_or_else(|e| e.into_inner());
+    reg.retain(|&p| p != pid);
+}
+
+/// Registers an ftrace instance directory to remove on interrupt.
+pub(crate) fn register_instance(dir: PathBuf) {
+    TRACE_INSTANCES.lock().unwrap_or_else(|e| e.into_inner()).push(dir);
+}
+
+pub(crate) fn forget_instance(dir: &std::path::Path) {
+    TRACE_INSTANCES.lock().unwrap_or_else(|e| e.into_inner()).retain(|d| d != dir);
+}
+
+/// Kills (SIGKILL) and reaps every child still registered.
+pub(crate) fn kill_children() {
+    let mut reg = CHILDREN.lock().unwrap_or_else(|e| e.into_inner());
+    for &pid in reg.iter() {
+        let _ = rustix::process::kill_process(pid, Signal::KILL);
+    }
+    for &pid in reg.iter() {
+        // ECHILD when the main thread reaped it first: fine.
+        let _ = rustix::process::waitpid(Some(pid), WaitOptions::empty());
+    }
+    reg.clear();
+}
+
+/// Undoes everything a native run in progress has set up: kills and reaps its children and
+/// removes its ftrace instances. Safe to call from a signal-handling thread (the `ctrlc`
+/// handler) while the run is in progress; the caller should exit afterwards.
+pub fn interrupt() {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+    let _cleaning = CLEANING.lock().unwrap_or_else(|e| e.into_inner());
+    kill_children();
+    let dirs: Vec<PathBuf> = std::mem::take(&mut *TRACE_INSTANCES.lock().unwrap_or_else(|e| e.into_inner()));
+    for dir in dirs {
+        crate::ftrace::remove_instance(&dir);
+    }
+}
+
+/// Whether [`interrupt`] has been called.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// For the main thread when a run fails: if the failure comes from an interrupt in progress
+/// (its children were killed under it), waits for [`interrupt`] to finish and exits with
+/// status 130 instead of reporting an error.
+pub fn exit_if_interrupted() {
+    if interrupted() {
+        let _cleaning = CLEANING.lock().unwrap_or_else(|e| e.into_inner());
+        eprintln!("schedlab: interrupted");
+        std::process::exit(130);
+    }
+}
+
+/// Kills and reaps a set of children when dropped (error paths); [`ChildGuard::disarm`] after
+/// they have been reaped normally.
+pub(crate) struct ChildGuard {
+    pub(crate) pids: Vec<Pid>,
+}
+
+impl ChildGuard {
+    pub(crate) fn new() -> ChildGuard {
+        ChildGuard { pids: Vec::new() }
+    }
+
+    pub(crate) fn disarm(&mut self) {
+        self.pids.clear();
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        for &pid in &self.pids {
+            let _ = rustix::process::kill_process(pid, Signal::KILL);
+        }
+        for &pid in &self.pids {
+            let _ = rustix::process::waitpid(Some(pid), WaitOptions::empty());
+            forget_child(pid);
+        }
+    }
+}

@@ -1,0 +1,424 @@
+//! Metrics recomputed from a trace, with the names `schedlab run --json` uses, and a
+//! `perf sched latency`-style table.
+//!
+//! Definitions (they match the simulator's accounting, so a simulated run's trace gives back
+//! its own counters):
+//! - a switch is a `sched_switch` whose `prev` is a task (not idle); it is involuntary when
+//!   `prev_state` is `R` or `R+` (the task was still runnable), voluntary otherwise;
+//! - a wakeup is a `sched_waking`; it is local when the CPU that ran it is the CPU the
+//!   following `sched_wakeup` of that task queued it on (the wakee landed on the waker's
+//!   CPU), remote otherwise, and "migrate" when that CPU differs from `sched_waking`'s
+//!   `target_cpu` (the task's previous CPU);
+//! - wakeup latency runs from `sched_waking` to the task's next switch-in;
+//! - scheduling delay (the table) runs from `sched_waking`, `sched_wakeup_new` or an
+//!   involuntary switch-out to the next switch-in;
+//! - runtime is time between a task's switch-in and switch-out; idle time is the same for
+//!   pid 0. Before a CPU's first `sched_switch`, its `prev` is taken to have run since the
+//!   trace's first record; after its last one, `next` runs to the trace's last record. A CPU
+//!   with no record at all is idle for the whole trace.
+//!
+//! With a [`Filter`], run-wide counters count only events of matching tasks (the switched-out
+//! task, the wakee, the migrated task); idle time is per CPU and never filtered.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::BufRead;
+
+use sim::stats::{LatencyHistogram, Percentiles};
+
+use crate::read::{Event, ParseError, Record, read_ftrace_text};
+
+/// Which tasks count.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Filter {
+    /// Exact task name (as the trace shows it: at most 15 bytes).
+    pub comm: Option<String>,
+    pub pid: Option<u32>,
+}
+
+impl Filter {
+    pub fn matches(&self, pid: u32, comm: &str) -> bool {
+        self.pid.is_none_or(|p| p == pid) && self.comm.as_deref().is_none_or(|c| c == comm)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.comm.is_none() && self.pid.is_none()
+    }
+}
+
+/// Per-task figures.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TaskAnalysis {
+    pub pid: u32,
+    /// The last name the trace gave the task.
+    pub comm: String,
+    pub runtime_ns: u64,
+    pub nr_switches: u64,
+    pub nr_voluntary_switches: u64,
+    pub nr_involuntary_switches: u64,
+    pub nr_migrations: u64,
+    pub nr_wakeups: u64,
+    /// Scheduling delays: count, sum, largest, and the switch-in time that ended the largest.
+    pub nr_delays: u64,
+    pub total_delay_ns: u64,
+    pub max_delay_ns: u64,
+    pub max_delay_at_ns: u64,
+}
+
+impl TaskAnalysis {
+    pub fn avg_delay_ns(&self) -> u64 {
+        self.total_delay_ns.checked_div(self.nr_delays).unwrap_or(0)
+    }
+}
+
+/// How often a decision reason occurred, and how often it preempted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReasonCount {
+    pub count: u64,
+    pub preempt: u64,
+}
+
+/// The result of analysing a trace.
+#[derive(Clone, Debug)]
+pub struct Analysis {
+    pub filter: Filter,
+    /// Records analysed (after skipping non-scheduler lines).
+    pub records: u64,
+    pub first_ts_ns: u64,
+    pub last_ts_ns: u64,
+    pub nr_cpus: u32,
+    pub nr_switches: u64,
+    pub nr_voluntary_switches: u64,
+    pub nr_involuntary_switches: u64,
+    pub nr_migrations: u64,
+    pub nr_wakeups: u64,
+    pub nr_wakeups_local: u64,
+    pub nr_wakeups_remote: u64,
+    pub nr_wakeups_migrate: u64,
+    pub wakeup_latency: LatencyHistogram,
+    pub idle_ns_per_cpu: Vec<u64>,
+    /// Tasks that match the filter (pid 0 excluded), by pid.
+    pub tasks: Vec<TaskAnalysis>,
+    /// `schedlab_wakeup_preempt` reasons, by name.
+    pub wakeup_preempt_reasons: BTreeMap<String, ReasonCount>,
+    /// `schedlab_placement` reasons, by name.
+    pub placement_reasons: BTreeMap<String, ReasonCount>,
+}
+
+#[derive(Default)]
+struct TaskState {
+    a: TaskAnalysis,
+    waking_since: Option<u64>,
+    runnable_since: Option<u64>,
+    /// The CPU that ran the pending `sched_waking`, and its `target_cpu` (the previous CPU).
+    waking_cpus: Option<(u32, u32)>,
+}
+
+#[derive(Clone, Copy, Default)]
+struct CpuState {
+    /// Running pid and since when, once known.
+    curr: Option<(u32, u64)>,
+    idle_ns: u64,
+    seen: bool,
+}
+
+/// Feeds records one at a time; memory is bounded by tasks and CPUs.
+pub struct Analyzer {
+    filter: Filter,
+    records: u64,
+    first: Option<u64>,
+    last: u64,
+    cpus: Vec<CpuState>,
+    tasks: BTreeMap<u32, TaskState>,
+    nr_switches: u64,
+    nr_voluntary_switches: u64,
+    nr_involuntary_switches: u64,
+    nr_migrations: u64,
+    nr_wakeups: u64,
+    nr_wakeups_local: u64,
+    nr_wakeups_remote: u64,
+    nr_wakeups_migrate: u64,
+    wakeup_latency: LatencyHistogram,
+    wakeup_preempt_reasons: BTreeMap<String, ReasonCount>,
+    placement_reasons: BTreeMap<String, ReasonCount>,
+}
+
+impl Analyzer {
+    pub fn new(filter: Filter) -> Self {
+        Analyzer {
+            filter,
+            records: 0,
+            first: None,
+            last: 0,
+            cpus: Vec::new(),
+            tasks: BTreeMap::new(),
+            nr_switches: 0,
+            nr_voluntary_switches: 0,
+            nr_involuntary_switches: 0,
+            nr_migrations: 0,
+            nr_wakeups: 0,
+            nr_wakeups_local: 0,
+            nr_wakeups_remote: 0,
+            nr_wakeups_migrate: 0,
+            wakeup_latency: LatencyHistogram::default(),
+            wakeup_preempt_reasons: BTreeMap::new(),
+            placement_reasons: BTreeMap::new(),
+        }
+    }
+
+    fn cpu(&mut self, cpu: u32) -> &mut CpuState {
+        let i = cpu as usize;
+        if i >= self.cpus.len() {
+            self.cpus.resize(i + 1, CpuState::default());
+        }
+        &mut self.cpus[i]
+    }
+
+    fn task(&mut self, pid: u32, comm: &str) -> &mut TaskState {
+        let t = self.tasks.entry(pid).or_default();
+        t.a.pid = pid;
+        if t.a.comm != comm {
+            t.a.comm.clear();
+            t.a.comm.push_str(comm);
+        }
+        t
+    }
+
+    /// Time `pid` ran on a CPU from `since` to `now`.
+    fn account(&mut self, cpu: u32, pid: u32, since: u64, now: u64) {
+        let d = now.saturating_sub(since);
+        if pid == 0 {
+            self.cpu(cpu).idle_ns += d;
+        } else if let Some(t) = self.tasks.get_mut(&pid) {
+            t.a.runtime_ns += d;
+        } else {
+            self.tasks.entry(pid).or_default().a = TaskAnalysis { pid, runtime_ns: d, ..Default::default() };
+        }
+    }
+
+    pub fn record(&mut self, r: &Record) {
+        self.records += 1;
+        let ts = r.ts_ns;
+        let start = *self.first.get_or_insert(ts);
+        self.last = self.last.max(ts);
+        self.cpu(r.cpu).seen = true;
+        match &r.event {
+            Event::Switch { prev, prev_state, next } => {
+                let since = match self.cpu(r.cpu).curr {
+                    Some((_, since)) => since,
+                    None => start,
+                };
+                if prev.pid != 0 {
+                    self.task(prev.pid, &prev.comm);
+                }
+                self.account(r.cpu, prev.pid, since, ts);
+                if prev.pid != 0 {
+                    let counted = self.filter.matches(prev.pid, &prev.comm);
+                    let involuntary = prev_state.starts_with('R');
+                    let t = self.task(prev.pid, &prev.comm);
+                    t.a.nr_switches += 1;
+                    if involuntary {
+                        t.a.nr_involuntary_switches += 1;
+                        t.runnable_since = Some(ts);
+                    } else {
+                        t.a.nr_voluntary_switches += 1;
+                        t.runnable_since = None;
+                    }
+                    if counted {
+                        self.nr_switches += 1;
+                        if involuntary {
+                            self.nr_involuntary_switches += 1;
+                        } else {
+                            self.nr_voluntary_switches += 1;
+                        }
+                    }
+                }
+                self.cpu(r.cpu).curr = Some((next.pid, ts));
+                if next.pid != 0 {
+                    let counted = self.filter.matches(next.pid, &next.comm);
+                    let t = self.task(next.pid, &next.comm);
+                    let latency = t.waking_since.take().map(|w| ts.saturating_sub(w));
+                    if let Some(since) = t.runnable_since.take() {
+                        let d = ts.saturating_sub(since);
+                        t.a.nr_delays += 1;
+                        t.a.total_delay_ns += d;
+                        if d > t.a.max_delay_ns || t.a.nr_delays == 1 {
+                            t.a.max_delay_ns = d;
+                            t.a.max_delay_at_ns = ts;
+                        }
+                    }
+                    if counted && let Some(l) = latency {
+                        self.wakeup_latency.record(l);
+                    }
+                }
+            }
+            Event::Waking { task, target_cpu } => {
+                let counted = self.filter.matches(task.pid, &task.comm);
+                let t = self.task(task.pid, &task.comm);
+                t.a.nr_wakeups += 1;
+                t.waking_since = Some(ts);
+                t.runnable_since = Some(ts);
+                t.waking_cpus = Some((r.cpu, *target_cpu));
+                if counted {
+                    self.nr_wakeups += 1;
+                }
+            }
+            Event::Wakeup { task, target_cpu } => {
+                let counted = self.filter.matches(task.pid, &task.comm);
+                let t = self.task(task.pid, &task.comm);
+                if t.runnable_since.is_none() {
+                    // A trace without sched_waking: the delay starts here.
+                    t.runnable_since = Some(ts);
+                }
+                if let Some((waker_cpu, prev_cpu)) = t.waking_cpus.take()
+                    && counted
+                {
+                    if waker_cpu == *target_cpu {
+                        self.nr_wakeups_local += 1;
+                    } else {
+                        self.nr_wakeups_remote += 1;
+                    }
+                    if prev_cpu != *target_cpu {
+                        self.nr_wakeups_migrate += 1;
+                    }
+                }
+            }
+            Event::WakeupNew { task, .. } => {
+                let t = self.task(task.pid, &task.comm);
+                t.runnable_since = Some(ts);
+            }
+            Event::Migrate { task, .. } => {
+                let counted = self.filter.matches(task.pid, &task.comm);
+                let t = self.task(task.pid, &task.comm);
+                t.a.nr_migrations += 1;
+                if counted {
+                    self.nr_migrations += 1;
+                }
+            }
+            Event::Fork { child, .. } => {
+                self.task(child.pid, &child.comm);
+            }
+            Event::Exit { .. } => {}
+            Event::WakeupPreempt { wakee, preempt, reason, .. } => {
+                if self.filter.matches(wakee.pid, &wakee.comm) {
+                    let c = self.wakeup_preempt_reasons.entry(reason.clone()).or_default();
+                    c.count += 1;
+                    c.preempt += *preempt as u64;
+                }
+            }
+            Event::Placement { task, reason, .. } => {
+                if self.filter.matches(task.pid, &task.comm) {
+                    self.placement_reasons.entry(reason.clone()).or_default().count += 1;
+                }
+            }
+        }
+    }
+
+    /// Closes the open intervals at the last record. `nr_cpus` is the CPU count the trace's
+    /// header gave, if any.
+    pub fn finish(mut self, nr_cpus: Option<u32>) -> Analysis {
+        let (start, end) = (self.first.unwrap_or(0), self.last);
+        let nr = nr_cpus.unwrap_or(0).max(self.cpus.len() as u32);
+        self.cpu(nr.saturating_sub(1));
+        self.cpus.truncate(nr as usize);
+        for cpu in 0..nr {
+            let c = self.cpus[cpu as usize];
+            match c.curr {
+                Some((pid, since)) => self.account(cpu, pid, since, end),
+                None if !c.seen => self.cpus[cpu as usize].idle_ns = end - start,
+                None => {}
+            }
+        }
+        let filter = self.filter.clone();
+        let tasks =
+            self.tasks.into_values().map(|t| t.a).filter(|a| a.pid != 0 && filter.matches(a.pid, &a.comm)).collect();
+        Analysis {
+            filter: self.filter,
+            records: self.records,
+            first_ts_ns: start,
+            last_ts_ns: end,
+            nr_cpus: nr,
+            nr_switches: self.nr_switches,
+            nr_voluntary_switches: self.nr_voluntary_switches,
+            nr_involuntary_switches: self.nr_involuntary_switches,
+            nr_migrations: self.nr_migrations,
+            nr_wakeups: self.nr_wakeups,
+            nr_wakeups_local: self.nr_wakeups_local,
+            nr_wakeups_remote: self.nr_wakeups_remote,
+            nr_wakeups_migrate: self.nr_wakeups_migrate,
+            wakeup_latency: self.wakeup_latency,
+            idle_ns_per_cpu: self.cpus.iter().map(|c| c.idle_ns).collect(),
+            tasks,
+            wakeup_preempt_reasons: self.wakeup_preempt_reasons,
+            placement_reasons: self.placement_reasons,
+        }
+    }
+}
+
+/// Reads and analyses a whole ftrace text trace.
+pub fn analyze<R: BufRead>(reader: R, filter: Filter) -> Result<Analysis, ParseError> {
+    let mut records = read_ftrace_text(reader);
+    let mut an = Analyzer::new(filter);
+    for r in records.by_ref() {
+        an.record(&r?);
+    }
+    Ok(an.finish(records.nr_cpus()))
+}
+
+impl Analysis {
+    pub fn wakeup_latency_ns(&self) -> Percentiles {
+        self.wakeup_latency.percentiles()
+    }
+
+    /// Share of wakeups whose wakee was queued on the waking CPU (`nr_wakeups_local` over
+    /// local + remote), if any wakeup was paired.
+    pub fn wakee_on_waker_cpu(&self) -> Option<f64> {
+        let n = self.nr_wakeups_local + self.nr_wakeups_remote;
+        (n > 0).then(|| self.nr_wakeups_local as f64 / n as f64)
+    }
+
+    pub fn span_ns(&self) -> u64 {
+        self.last_ts_ns - self.first_ts_ns
+    }
+
+    /// The `perf sched latency` table: tasks sorted by average delay, maximum delay,
+    /// switches and runtime (perf's default `avg,max,switch,runtime`), then pid.
+    pub fn latency_table(&self) -> String {
+        let mut tasks: Vec<&TaskAnalysis> = self.tasks.iter().collect();
+        tasks.sort_by(|a, b| {
+            (b.avg_delay_ns(), b.max_delay_ns, b.nr_switches, b.runtime_ns, a.pid).cmp(&(
+                a.avg_delay_ns(),
+                a.max_delay_ns,
+                a.nr_switches,
+                a.runtime_ns,
+                b.pid,
+            ))
+        });
+        let rule = format!(" {}\n", "-".repeat(113));
+        let ms = |ns: u64| ns as f64 / 1e6;
+        let mut s = String::new();
+        s += &rule;
+        s += "  Task                  |   Runtime ms  | Switches | Avg delay ms    | Max delay ms    | Max delay at       |\n";
+        s += &rule;
+        let (mut runtime, mut switches) = (0u64, 0u64);
+        for t in &tasks {
+            runtime += t.runtime_ns;
+            switches += t.nr_switches;
+            let name = format!("{}:{}", t.comm, t.pid);
+            let _ = writeln!(
+                s,
+                "  {name:<22}|{:>11.3} ms |{:>9} | avg:{:>9.3} ms | max:{:>9.3} ms | max at: {:>6}.{:06} s",
+                ms(t.runtime_ns),
+                t.nr_switches,
+                ms(t.avg_delay_ns()),
+                ms(t.max_delay_ns),
+                t.max_delay_at_ns / 1_000_000_000,
+                (t.max_delay_at_ns % 1_000_000_000) / 1000,
+            );
+        }
+        s += &rule;
+        let _ = writeln!(s, "  {:<22}|{:>11.3} ms |{:>9} |", "TOTAL:", ms(runtime), switches);
+        let _ = writeln!(s, " {}", "-".repeat(49));
+        s
+    }
+}

@@ -1,0 +1,540 @@
+//! Reading ftrace text: the kernel's `trace` file, `trace-cmd report` output (whose sched
+//! plugin prints `comm:pid [prio]` shapes), and schedlab's own traces.
+//!
+//! Only the scheduler events are decoded (`sched_switch`, `sched_waking`, `sched_wakeup`,
+//! `sched_wakeup_new`, `sched_migrate_task`, `sched_process_fork`, `sched_process_exit`, and
+//! schedlab's `schedlab_wakeup_preempt` / `schedlab_placement`); other events are skipped.
+//! Comment lines (`#`), blank lines and trace-cmd's `cpus=N`, `version = N` and `CPU ...`
+//! lines are skipped too. Anything else that is not an event line is an error naming the line.
+//!
+//! Task names may contain spaces (`lto cgu.1-25497`): a value runs until the next ` key=`.
+
+use std::io::{self, BufRead};
+
+use thiserror::Error;
+
+/// A task as an event names it.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct TaskId {
+    pub comm: String,
+    pub pid: u32,
+    /// Kernel priority (120 + nice for fair tasks); 0 where the event does not carry it.
+    pub prio: i32,
+}
+
+/// An entity's EEVDF state as `schedlab_wakeup_preempt` prints it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct EevdfFields {
+    pub vruntime: u64,
+    pub deadline: u64,
+    pub lag: i64,
+    pub eligible: bool,
+    pub slice: u64,
+    pub vprot: u64,
+    pub delayed: bool,
+    pub buddy: bool,
+}
+
+/// A decoded scheduler event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    Switch {
+        prev: TaskId,
+        /// As printed: `R`, `R+`, `S`, `D`, `I`, `X`, `Z`, `S|D`, ...
+        prev_state: String,
+        next: TaskId,
+    },
+    /// `target_cpu` is the task's CPU before selection (`task_cpu(p)`).
+    Waking {
+        task: TaskId,
+        target_cpu: u32,
+    },
+    /// `target_cpu` is the CPU the task was queued on.
+    Wakeup {
+        task: TaskId,
+        target_cpu: u32,
+    },
+    WakeupNew {
+        task: TaskId,
+        target_cpu: u32,
+    },
+    Migrate {
+        task: TaskId,
+        orig_cpu: u32,
+        dest_cpu: u32,
+    },
+    Fork {
+        parent: TaskId,
+        child: TaskId,
+    },
+    Exit {
+        task: TaskId,
+    },
+    WakeupPreempt {
+        curr: TaskId,
+        wakee: TaskId,
+        preempt: bool,
+        reason: String,
+        curr_state: EevdfFields,
+        wakee_state: EevdfFields,
+    },
+    Placement {
+        task: TaskId,
+        prev_cpu: u32,
+        target_cpu: u32,
+        sync: bool,
+        reason: String,
+    },
+}
+
+impl Event {
+    /// The event's name in the trace.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Event::Switch { .. } => "sched_switch",
+            Event::Waking { .. } => "sched_waking",
+            Event::Wakeup { .. } => "sched_wakeup",
+            Event::WakeupNew { .. } => "sched_wakeup_new",
+            Event::Migrate { .. } => "sched_migrate_task",
+            Event::Fork { .. } => "sched_process_fork",
+            Event::Exit { .. } => "sched_process_exit",
+            Event::WakeupPreempt { .. } => "schedlab_wakeup_preempt",
+            Event::Placement { .. } => "schedlab_placement",
+        }
+    }
+}
+
+/// One event line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Record {
+    /// 1-based line number in the input.
+    pub line: u64,
+    pub ts_ns: u64,
+    pub cpu: u32,
+    /// The task current on `cpu` (the line's `comm-pid` prefix; `<idle>` is pid 0).
+    pub comm: String,
+    pub pid: u32,
+    pub event: Event,
+}
+
+/// A line that could not be read, with its 1-based number.
+#[derive(Debug, Error)]
+pub enum ParseError {
+    #[error("line {line}: {message}")]
+    Line { line: u64, message: String },
+    #[error("line {line}: {source}")]
+    Io {
+        line: u64,
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl ParseError {
+    pub fn line(&self) -> u64 {
+        match self {
+            ParseError::Line { line, .. } | ParseError::Io { line, .. } => *line,
+        }
+    }
+}
+
+/// Reads ftrace text as a stream of [`Record`]s. Memory holds one line at a time.
+pub fn read_ftrace_text<R: BufRead>(reader: R) -> FtraceTextReader<R> {
+    FtraceTextReader { reader, buf: Vec::new(), line: 0, nr_cpus: None, done: false }
+}
+
+pub struct FtraceTextReader<R> {
+    reader: R,
+    buf: Vec<u8>,
+    line: u64,
+    nr_cpus: Option<u32>,
+    done: bool,
+}
+
+impl<R> FtraceTextReader<R> {
+    /// The CPU count a header announced (`#P:N` in the kernel's or schedlab's header,
+    /// `cpus=N` in trace-cmd's), once read.
+    pub fn nr_cpus(&self) -> Option<u32> {
+        self.nr_cpus
+    }
+}
+
+impl<R: BufRead> Iterator for FtraceTextReader<R> {
+    type Item = Result<Record, ParseError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while !self.done {
+            self.buf.clear();
+            match self.reader.read_until(b'\n', &mut self.buf) {
+                Ok(0) => {
+                    self.done = true;
+                    return None;
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(ParseError::Io { line: self.line + 1, source: e }));
+                }
+            }
+            self.line += 1;
+            let text = String::from_utf8_lossy(&self.buf);
+            let text = text.trim_end_matches(['\n', '\r']);
+            let line = self.line;
+            if let Some(n) = header_cpus(text) {
+                self.nr_cpus = Some(n);
+                continue;
+            }
+            match parse_line(text) {
+                Ok(None) => continue,
+                Ok(Some((ts_ns, cpu, comm, pid, event))) => {
+                    return Some(Ok(Record { line, ts_ns, cpu, comm: comm.to_string(), pid, event }));
+                }
+                Err(message) => return Some(Err(ParseError::Line { line, message })),
+            }
+        }
+        None
+    }
+}
+
+/// `#P:N` in a comment, or trace-cmd's `cpus=N` line.
+fn header_cpus(line: &str) -> Option<u32> {
+    if let Some(rest) = line.strip_prefix("cpus=") {
+        return rest.trim().parse().ok();
+    }
+    if line.starts_with('#')
+        && let Some(i) = line.find("#P:")
+    {
+        let digits: String = line[i + 3..].chars().take_while(|c| c.is_ascii_digit()).collect();
+        return digits.parse().ok();
+    }
+    None
+}
+
+fn is_skipped(line: &str) -> bool {
+    let t = line.trim_start();
+    t.is_empty() || t.starts_with('#') || t.starts_with("version") || t.starts_with("CPU")
+}
+
+fn excerpt(s: &str) -> String {
+    let mut e: String = s.chars().take(80).collect();
+    if e.len() < s.len() {
+        e.push_str("...");
+    }
+    e
+}
+
+type Parsed<'a> = (u64, u32, &'a str, u32, Event);
+
+/// Splits an event line into its prefix fields and decodes the event; `Ok(None)` for lines
+/// and events that are skipped.
+fn parse_line(line: &str) -> Result<Option<Parsed<'_>>, String> {
+    if is_skipped(line) {
+        return Ok(None);
+    }
+    let not_event = || format!("not an ftrace event line: `{}`", excerpt(line));
+    // The CPU column: the first `[digits]` preceded by `comm-pid` (and maybe a `(tgid)`).
+    let mut found = None;
+    for (i, _) in line.match_indices('[') {
+        let Some(close) = line[i + 1..].find(']') else { break };
+        let digits = &line[i + 1..i + 1 + close];
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let mut left = line[..i].trim_end();
+        if left.ends_with(')')
+            && let Some(open) = left.rfind('(')
+        {
+            left = left[..open].trim_end();
+        }
+        let Some((comm, pid)) = left.rsplit_once('-') else { continue };
+        let Ok(pid) = pid.parse::<u32>() else { continue };
+        let cpu: u32 = digits.parse().map_err(|_| format!("bad CPU `{digits}`"))?;
+        found = Some((comm.trim_start(), pid, cpu, &line[i + 1 + close + 1..]));
+        break;
+    }
+    let Some((comm, pid, cpu, rest)) = found else { return Err(not_event()) };
+    // Optional latency flags, then `secs.frac:`.
+    let mut rest = rest.trim_start();
+    let mut ts = None;
+    for _ in 0..2 {
+        let (tok, after) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+        if let Some(t) = tok.strip_suffix(':')
+            && let Some(ns) = parse_ts(t)
+        {
+            ts = Some(ns);
+            rest = after.trim_start();
+            break;
+        }
+        rest = after.trim_start();
+    }
+    let Some(ts_ns) = ts else { return Err(format!("no timestamp in `{}`", excerpt(line))) };
+    let Some((name, args)) = rest.split_once(':') else { return Err(not_event()) };
+    let args = args.trim();
+    let event = match name {
+        "sched_switch" => switch(args),
+        "sched_waking" => wakeup(args).map(|(task, target_cpu)| Event::Waking { task, target_cpu }),
+        "sched_wakeup" => wakeup(args).map(|(task, target_cpu)| Event::Wakeup { task, target_cpu }),
+        "sched_wakeup_new" => wakeup(args).map(|(task, target_cpu)| Event::WakeupNew { task, target_cpu }),
+        "sched_migrate_task" => migrate(args),
+        "sched_process_fork" => fork(args),
+        "sched_process_exit" => exit(args),
+        "schedlab_wakeup_preempt" => wakeup_preempt(args),
+        "schedlab_placement" => placement(args),
+        _ => return Ok(None),
+    };
+    let event = event.map_err(|e| format!("{name}: {e}"))?;
+    Ok(Some((ts_ns, cpu, comm, pid, event)))
+}
+
+/// `secs.frac` (any number of decimals, kept to the nanosecond) or a bare integer (raw
+/// counter clocks), in ns.
+fn parse_ts(t: &str) -> Option<u64> {
+    let (secs, frac) = t.split_once('.').unwrap_or((t, ""));
+    if secs.is_empty() || !secs.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let secs: u64 = secs.parse().ok()?;
+    if !t.contains('.') {
+        return Some(secs);
+    }
+    let mut ns = 0u64;
+    for i in 0..9 {
+        ns = ns * 10 + frac.as_bytes().get(i).map_or(0, |b| (b - b'0') as u64);
+    }
+    secs.checked_mul(1_000_000_000)?.checked_add(ns)
+}
+
+/// `key=value` fields; a token without `=` continues the previous value (names with spaces).
+struct Fields<'a> {
+    args: &'a str,
+    kv: Vec<(&'a str, usize, usize)>,
+}
+
+impl<'a> Fields<'a> {
+    fn new(args: &'a str) -> Self {
+        let mut kv: Vec<(&'a str, usize, usize)> = Vec::new();
+        let mut pos = 0;
+        for tok in args.split(' ') {
+            let start = pos;
+            pos += tok.len() + 1;
+            if tok.is_empty() || tok == "==>" {
+                continue;
+            }
+            match tok.split_once('=') {
+                Some((k, _)) if !k.is_empty() => kv.push((k, start + k.len() + 1, start + tok.len())),
+                _ => {
+                    if let Some(last) = kv.last_mut() {
+                        last.2 = start + tok.len();
+                    }
+                }
+            }
+        }
+        Fields { args, kv }
+    }
+
+    fn str(&self, key: &str) -> Result<&'a str, String> {
+        self.kv
+            .iter()
+            .find(|(k, ..)| *k == key)
+            .map(|&(_, s, e)| &self.args[s..e])
+            .ok_or_else(|| format!("missing field `{key}`"))
+    }
+
+    fn num<T: std::str::FromStr>(&self, key: &str) -> Result<T, String> {
+        let v = self.str(key)?;
+        v.parse().map_err(|_| format!("field `{key}`: `{v}` is not a number"))
+    }
+
+    /// A virtual time, printed signed (or unsigned), as the kernel's u64.
+    fn vtime(&self, key: &str) -> Result<u64, String> {
+        let v = self.str(key)?;
+        v.parse::<u64>()
+            .or_else(|_| v.parse::<i64>().map(|n| n as u64))
+            .map_err(|_| format!("field `{key}`: `{v}` is not a number"))
+    }
+
+    fn flag(&self, key: &str) -> Result<bool, String> {
+        match self.str(key)? {
+            "0" | "false" => Ok(false),
+            "1" | "true" => Ok(true),
+            v => Err(format!("field `{key}`: `{v}` is not 0 or 1")),
+        }
+    }
+
+    fn task(&self, comm: &str, pid: &str, prio: Option<&str>) -> Result<TaskId, String> {
+        Ok(TaskId {
+            comm: self.str(comm)?.to_string(),
+            pid: self.num(pid)?,
+            prio: match prio {
+                Some(k) => self.num(k)?,
+                None => 0,
+            },
+        })
+    }
+
+    fn eevdf(&self, who: &str) -> Result<EevdfFields, String> {
+        let k = |f: &str| format!("{who}_{f}");
+        Ok(EevdfFields {
+            vruntime: self.vtime(&k("vruntime"))?,
+            deadline: self.vtime(&k("deadline"))?,
+            lag: self.num(&k("lag"))?,
+            eligible: self.flag(&k("eligible"))?,
+            slice: self.num(&k("slice"))?,
+            vprot: self.vtime(&k("vprot"))?,
+            delayed: self.flag(&k("delayed"))?,
+            buddy: self.flag(&k("buddy"))?,
+        })
+    }
+}
+
+/// trace-cmd's sched plugin shape: `comm:pid [prio]`.
+fn plugin_task(s: &str) -> Result<TaskId, String> {
+    let s = s.trim();
+    let (head, prio) = match s.rfind(" [") {
+        Some(i) if s.ends_with(']') => (&s[..i], Some(&s[i + 2..s.len() - 1])),
+        _ => (s, None),
+    };
+    let (comm, pid) = head.rsplit_once(':').ok_or_else(|| format!("`{head}` is not comm:pid"))?;
+    Ok(TaskId {
+        comm: comm.to_string(),
+        pid: pid.parse().map_err(|_| format!("bad pid `{pid}`"))?,
+        prio: match prio {
+            Some(p) => p.parse().map_err(|_| format!("bad prio `{p}`"))?,
+            None => 0,
+        },
+    })
+}
+
+fn switch(args: &str) -> Result<Event, String> {
+    if args.starts_with("prev_comm=") {
+        let f = Fields::new(args);
+        return Ok(Event::Switch {
+            prev: f.task("prev_comm", "prev_pid", Some("prev_prio"))?,
+            prev_state: f.str("prev_state")?.to_string(),
+            next: f.task("next_comm", "next_pid", Some("next_prio"))?,
+        });
+    }
+    // trace-cmd: `prev_comm:prev_pid [prio] STATE ==> next_comm:next_pid [prio]`.
+    let (left, right) = args.split_once(" ==> ").ok_or("no ` ==> `")?;
+    let (left, state) = left.trim_end().rsplit_once(' ').ok_or("no prev_state")?;
+    Ok(Event::Switch { prev: plugin_task(left)?, prev_state: state.to_string(), next: plugin_task(right)? })
+}
+
+fn wakeup(args: &str) -> Result<(TaskId, u32), String> {
+    if args.starts_with("comm=") {
+        let f = Fields::new(args);
+        return Ok((f.task("comm", "pid", Some("prio"))?, f.num("target_cpu")?));
+    }
+    // trace-cmd: `comm:pid [prio] [success=1] CPU:003`.
+    let (head, cpu) = args.rsplit_once(" CPU:").ok_or("no target_cpu")?;
+    let head = head.split(" success=").next().unwrap_or(head);
+    Ok((plugin_task(head)?, cpu.trim().parse().map_err(|_| format!("bad CPU `{cpu}`"))?))
+}
+
+fn migrate(args: &str) -> Result<Event, String> {
+    let f = Fields::new(args);
+    Ok(Event::Migrate {
+        task: f.task("comm", "pid", Some("prio"))?,
+        orig_cpu: f.num("orig_cpu")?,
+        dest_cpu: f.num("dest_cpu")?,
+    })
+}
+
+fn fork(args: &str) -> Result<Event, String> {
+    let f = Fields::new(args);
+    Ok(Event::Fork { parent: f.task("comm", "pid", None)?, child: f.task("child_comm", "child_pid", None)? })
+}
+
+fn exit(args: &str) -> Result<Event, String> {
+    let f = Fields::new(args);
+    Ok(Event::Exit { task: f.task("comm", "pid", Some("prio"))? })
+}
+
+fn wakeup_preempt(args: &str) -> Result<Event, String> {
+    let f = Fields::new(args);
+    Ok(Event::WakeupPreempt {
+        curr: f.task("curr_comm", "curr_pid", None)?,
+        wakee: f.task("wakee_comm", "wakee_pid", None)?,
+        preempt: f.flag("preempt")?,
+        reason: f.str("reason")?.to_string(),
+        curr_state: f.eevdf("curr")?,
+        wakee_state: f.eevdf("wakee")?,
+    })
+}
+
+fn placement(args: &str) -> Result<Event, String> {
+    let f = Fields::new(args);
+    Ok(Event::Placement {
+        task: f.task("comm", "pid", Some("prio"))?,
+        prev_cpu: f.num("prev_cpu")?,
+        target_cpu: f.num("target_cpu")?,
+        sync: f.flag("sync")?,
+        reason: f.str("reason")?.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(line: &str) -> Record {
+        let mut r = read_ftrace_text(line.as_bytes());
+        r.next().expect("a record").expect("parses")
+    }
+
+    #[test]
+    fn kernel_switch_with_spaces_in_names() {
+        let r =
+            one("       lto cgu.1-25497   [001] d..2.  2843.744400: sched_switch: prev_comm=lto cgu.1 prev_pid=25497 \
+             prev_prio=120 prev_state=R ==> next_comm=bash next_pid=25704 next_prio=120\n");
+        assert_eq!((r.comm.as_str(), r.pid, r.cpu, r.ts_ns), ("lto cgu.1", 25497, 1, 2_843_744_400_000));
+        let Event::Switch { prev, prev_state, next } = r.event else { panic!() };
+        assert_eq!(prev, TaskId { comm: "lto cgu.1".into(), pid: 25497, prio: 120 });
+        assert_eq!(prev_state, "R");
+        assert_eq!(next, TaskId { comm: "bash".into(), pid: 25704, prio: 120 });
+    }
+
+    #[test]
+    fn trace_cmd_plugin_shapes() {
+        let r = one(
+            "            bash-25699 [000] 2843.743568: sched_switch:         bash:25699 [120] S ==> swapper/0:0 [120]",
+        );
+        let Event::Switch { prev, prev_state, next } = r.event else { panic!() };
+        assert_eq!((prev.pid, prev_state.as_str(), next.comm.as_str(), next.pid), (25699, "S", "swapper/0", 0));
+        let r =
+            one("  <idle>-0     [001] d.h2.   10.000001: sched_wakeup:         kworker/1:2:77 [120] success=1 CPU:001");
+        assert_eq!(
+            r.event,
+            Event::Wakeup { task: TaskId { comm: "kworker/1:2".into(), pid: 77, prio: 120 }, target_cpu: 1 }
+        );
+        assert_eq!(r.ts_ns, 10_000_001_000);
+    }
+
+    #[test]
+    fn tgid_column_and_nanosecond_timestamps() {
+        let r = one(
+            "           <...>-77    (   70) [003] ....   316.196720123: sched_process_exit: comm=x pid=77 prio=120 group_dead=true",
+        );
+        assert_eq!((r.comm.as_str(), r.pid, r.cpu, r.ts_ns), ("<...>", 77, 3, 316_196_720_123));
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let text = "# tracer: nop\n#P:2 x\ngarbage here\n";
+        let mut r = read_ftrace_text(text.as_bytes());
+        let e = r.next().unwrap().unwrap_err();
+        assert_eq!(e.line(), 3);
+        assert!(e.to_string().starts_with("line 3: not an ftrace event line"), "{e}");
+        let text = "  a-1 [000] ..... 1.000000: sched_switch: prev_comm=a prev_pid=x prev_prio=120 prev_state=S ==> next_comm=b next_pid=2 next_prio=120\n";
+        let e = read_ftrace_text(text.as_bytes()).next().unwrap().unwrap_err();
+        assert_eq!(e.to_string(), "line 1: sched_switch: field `prev_pid`: `x` is not a number");
+    }
+
+    #[test]
+    fn other_events_are_skipped() {
+        let text = "  a-1 [000] ..... 1.000000: irq_handler_entry: irq=1 name=x\ncpus=4\n";
+        let mut r = read_ftrace_text(text.as_bytes());
+        assert!(r.next().is_none());
+        assert_eq!(r.nr_cpus(), Some(4));
+    }
+}
