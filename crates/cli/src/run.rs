@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 use sim::config::{Limits, SchedConfig};
-use sim::engine::{Sim, SimReport, SimSetup};
+use sim::engine::{Sim, SimReport, SimSetup, StopReason};
 use sim::features::FeatureSet;
 use sim::topology::Topology;
 
@@ -85,7 +85,34 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
             report.events as f64 / wall_ms / 1e3
         );
     }
-    Ok(())
+    stop_warning(&report, a)
+}
+
+/// A run that did not end the way its workload should: said on stderr, and a deadlock (a broken
+/// chain: every remaining task blocked with nothing left to wake it) is bad input, exit 2.
+fn stop_warning(r: &SimReport, a: &RunArgs) -> anyhow::Result<()> {
+    match r.stop {
+        StopReason::Deadlock => {
+            let stuck: Vec<String> =
+                r.tasks.iter().filter(|t| !t.exited).take(8).map(|t| format!("{}:{}", t.comm, t.pid)).collect();
+            user(format!(
+                "deadlock at {:.6} s: every remaining task is blocked and nothing can wake it ({}{})",
+                r.simulated_ns as f64 / 1e9,
+                stuck.join(", "),
+                if r.tasks.iter().filter(|t| !t.exited).count() > 8 { ", ..." } else { "" }
+            ))
+        }
+        StopReason::EventLimit => {
+            eprintln!(
+                "schedlab: stopped at the event limit ({} events, --max-events) after {:.6} simulated s; reproduce: {}",
+                r.events,
+                r.simulated_ns as f64 / 1e9,
+                reproduce(a)
+            );
+            Ok(())
+        }
+        StopReason::TimeLimit | StopReason::AllExited => Ok(()),
+    }
 }
 
 /// The command line that reproduces this run exactly.
