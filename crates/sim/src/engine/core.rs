@@ -371,7 +371,6 @@ impl Sim {
         rq.in_prologue = false;
         rq.idle_since = Some(self.now);
         // hrtick_cancel(): the idle path cancels the hrtick.
-        rq.hrtick_gen = rq.hrtick_gen.wrapping_add(1);
         rq.hrtick_at = None;
         // __update_idle_core(): a core whose threads are all idle is advertised to the LLC.
         if self.domains.sched_smt_active() {

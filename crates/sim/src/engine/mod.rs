@@ -99,7 +99,10 @@ struct Rq {
     in_prologue: bool,
     tick_armed: bool,
     hrtick_gen: u32,
+    /// When the armed hrtick expires (`None`: not armed).
     hrtick_at: Option<u64>,
+    /// The time of this CPU's one queued `Hrtick` event, if any.
+    hrtick_queued: Option<u64>,
     idle_since: Option<u64>,
     idle_ns: u64,
     /// Length of the last idle period (the idle governor's prediction of the next).
@@ -129,6 +132,7 @@ impl Rq {
             tick_armed: false,
             hrtick_gen: 0,
             hrtick_at: None,
+            hrtick_queued: None,
             idle_since: Some(0),
             idle_ns: 0,
             last_idle_ns: 0,
@@ -486,7 +490,7 @@ impl Sim {
                 if self.rqs[cpu as usize].hrtick_gen != generation {
                     return false;
                 }
-                self.hrtick(cpu);
+                return self.hrtick_expired(cpu);
             }
             Ev::TimerHard { cpu, task, generation } => {
                 if self.tasks[task.idx()].timer_gen != generation {

@@ -63,10 +63,37 @@ impl Sim {
         {
             return;
         }
-        rq.hrtick_gen = rq.hrtick_gen.wrapping_add(1);
         rq.hrtick_at = Some(at);
-        let generation = rq.hrtick_gen;
-        self.queue.push(Nanos(at), Ev::Hrtick { cpu, generation });
+        // One queued event per CPU: a later expiry is picked up when the queued event fires
+        // (`hrtick_expired`), so re-arming never piles events up in the queue.
+        if rq.hrtick_queued.is_none_or(|q| at < q) {
+            rq.hrtick_gen = rq.hrtick_gen.wrapping_add(1);
+            rq.hrtick_queued = Some(at);
+            let generation = rq.hrtick_gen;
+            self.queue.push(Nanos(at), Ev::Hrtick { cpu, generation });
+        }
+    }
+
+    /// The queued hrtick event fires: the timer expires now if it is still armed for now, is
+    /// re-queued if it was re-armed later, and is gone if it was cancelled. Returns whether the
+    /// timer really expired.
+    pub(super) fn hrtick_expired(&mut self, cpu: u32) -> bool {
+        let now = self.now;
+        let rq = &mut self.rqs[cpu as usize];
+        rq.hrtick_queued = None;
+        match rq.hrtick_at {
+            None => false,
+            Some(at) if at > now => {
+                rq.hrtick_queued = Some(at);
+                let generation = rq.hrtick_gen;
+                self.queue.push(Nanos(at), Ev::Hrtick { cpu, generation });
+                false
+            }
+            Some(_) => {
+                self.hrtick(cpu);
+                true
+            }
+        }
     }
 
     /// `hrtick_update()` (fair.c v7.3.4): after an enqueue, arm the hrtick for the running
