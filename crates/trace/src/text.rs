@@ -20,6 +20,7 @@
 //! `sched_waking` and `sched_migrate_task`, `d..4.` for `sched_wakeup`, `.....` for fork and
 //! exit. Perfetto's text importer accepts up to 5 flag characters.
 
+use std::fmt::{self, Write as _};
 use std::io::{self, Write};
 
 use sim::trace::{EevdfState, PrevState, TaskRef, TraceEvent, TraceSink};
@@ -72,6 +73,8 @@ pub struct FtraceTextWriter<W: Write> {
     opts: TextOptions,
     lines: u64,
     error: Option<io::Error>,
+    /// The line being formatted (reused).
+    line: String,
 }
 
 const LEGEND: &str = "\
@@ -100,7 +103,14 @@ impl<W: Write> FtraceTextWriter<W> {
         }
         writeln!(out, "#")?;
         out.write_all(LEGEND.as_bytes())?;
-        Ok(FtraceTextWriter { out, cur: CurrentTasks::default(), opts, lines: 0, error: None })
+        Ok(FtraceTextWriter {
+            out,
+            cur: CurrentTasks::default(),
+            opts,
+            lines: 0,
+            error: None,
+            line: String::with_capacity(256),
+        })
     }
 
     /// Event lines written so far.
@@ -126,23 +136,30 @@ impl<W: Write> FtraceTextWriter<W> {
             return Ok(());
         }
         let (pid, comm) = self.cur.before(cpu, ev);
-        let out = &mut self.out;
+        // The line is formatted into a reused String (formatting into memory is cheap; the
+        // io::Write adapter of a BufWriter is not), then written in one call.
+        let line = &mut self.line;
+        line.clear();
         if pid == 0 {
-            write!(out, "{:>16}-{:<7} [{cpu:03}] {flags} ", "<idle>", 0)?;
+            let _ = write!(line, "{:>16}-{:<7} [{cpu:03}] {flags} ", "<idle>", 0);
         } else {
-            write!(out, "{comm:>16}-{pid:<7} [{cpu:03}] {flags} ")?;
+            let _ = write!(line, "{comm:>16}-{pid:<7} [{cpu:03}] {flags} ");
         }
         match self.opts.precision {
             Precision::Micros => {
                 // ns2usecs(): round to the nearest microsecond.
                 let us = ts_ns.saturating_add(500) / 1000;
-                write!(out, "{:>5}.{:06}: ", us / 1_000_000, us % 1_000_000)?;
+                let _ = write!(line, "{:>5}.{:06}: ", us / 1_000_000, us % 1_000_000);
             }
-            Precision::Nanos => write!(out, "{:>5}.{:09}: ", ts_ns / 1_000_000_000, ts_ns % 1_000_000_000)?,
+            Precision::Nanos => {
+                let _ = write!(line, "{:>5}.{:09}: ", ts_ns / 1_000_000_000, ts_ns % 1_000_000_000);
+            }
         }
-        write!(out, "{name}: ")?;
-        write_fields(out, ev)?;
-        out.write_all(b"\n")?;
+        line.push_str(name);
+        line.push_str(": ");
+        let _ = write_fields(line, ev);
+        line.push('\n');
+        self.out.write_all(line.as_bytes())?;
         self.cur.after(cpu, ev);
         self.lines += 1;
         Ok(())
@@ -183,13 +200,13 @@ fn b(v: bool) -> u8 {
     v as u8
 }
 
-fn task_fields(out: &mut impl Write, t: &TaskRef<'_>) -> io::Result<()> {
+fn task_fields(out: &mut String, t: &TaskRef<'_>) -> fmt::Result {
     write!(out, "comm={} pid={} prio={}", kernel_comm(t.comm), t.pid, t.prio)
 }
 
 /// Virtual times are printed signed, as `/proc/<pid>/sched` does (`SPLIT_NS` of an s64): the
 /// kernel starts them just below zero, at `(u64)-(1LL << 20)`.
-fn eevdf_fields(out: &mut impl Write, who: &str, s: &EevdfState) -> io::Result<()> {
+fn eevdf_fields(out: &mut String, who: &str, s: &EevdfState) -> fmt::Result {
     write!(
         out,
         " {who}_vruntime={} {who}_deadline={} {who}_lag={} {who}_eligible={} {who}_slice={} {who}_vprot={} \
@@ -206,7 +223,7 @@ fn eevdf_fields(out: &mut impl Write, who: &str, s: &EevdfState) -> io::Result<(
 }
 
 /// The `TP_printk` output of each event (and schedlab's two decision formats).
-fn write_fields(out: &mut impl Write, ev: &TraceEvent<'_>) -> io::Result<()> {
+fn write_fields(out: &mut String, ev: &TraceEvent<'_>) -> fmt::Result {
     match ev {
         TraceEvent::Switch { prev, prev_state, next } => write!(
             out,
