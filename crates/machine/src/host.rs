@@ -263,6 +263,23 @@ fn apply_idle_states(cpuidle: &Path, costs: &mut Costs) -> Result<String, Machin
         let residency_us: u64 = parse_number(&dir.join("residency"), &read_required(&dir.join("residency"))?)?;
         found.push((name.trim().to_string(), latency_us, residency_us));
     }
+    // A haltpoll guest polls up to guest_halt_poll_ns (0 on this workplace's VMs: never); a
+    // machine whose cpuidle offers a POLL state polls below CPUIDLE_POLL_MIN (10 us); one
+    // without it never polls.
+    let has_poll = numbered_entries(cpuidle, "state")?.iter().any(|n| {
+        std::fs::read_to_string(cpuidle.join(format!("state{n}/name"))).is_ok_and(|name| name.trim() == "POLL")
+    });
+    let haltpoll_ns = cpuidle
+        .ancestors()
+        .nth(5) // <root>/devices/system/cpu/cpuN/cpuidle
+        .map(|root| root.join("module/haltpoll/parameters/guest_halt_poll_ns"))
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    costs.idle_poll_ns = match (haltpoll_ns, has_poll) {
+        (Some(ns), _) => ns,
+        (None, true) => 10_000,
+        (None, false) => 0,
+    };
     let (Some(shallow), Some(deep)) = (found.first(), found.last()) else {
         return Ok(String::new());
     };

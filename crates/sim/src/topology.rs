@@ -163,6 +163,10 @@ pub struct Costs {
     pub migration_cross_node_ns: u64,
     /// Copying one KiB between user and kernel (pipe and socket payloads).
     pub copy_ns_per_kib: u64,
+    /// The idle governor polls instead of halting when it expects to be idle for less than
+    /// this (`CPUIDLE_POLL_MIN`, 10 µs, on bare metal; a haltpoll guest polls up to
+    /// `guest_halt_poll_ns`; 0 = never polls). A polling CPU needs no IPI and wakes at once.
+    pub idle_poll_ns: u64,
     /// Run-to-run noise: every kernel cost above is drawn, per operation, uniformly within
     /// ± this many percent of its value from the seeded cost stream. It is what makes runs
     /// with different seeds differ, as boots and runs of a real machine do.
@@ -187,6 +191,7 @@ impl Costs {
         ("migration_cross_llc_ns", "cache-cold penalty, 64 KiB working set, to another LLC"),
         ("migration_cross_node_ns", "cache-cold penalty, 64 KiB working set, to another node"),
         ("copy_ns_per_kib", "user/kernel copy per KiB of pipe or socket payload"),
+        ("idle_poll_ns", "the idle governor polls (no IPI, no exit latency) below this expected idle time"),
         ("jitter_pct", "per-operation random variation of every cost above, in percent (seeded)"),
     ];
 
@@ -216,13 +221,14 @@ impl Costs {
             migration_cross_llc_ns: 12_800,
             migration_cross_node_ns: 19_200,
             copy_ns_per_kib: 100,
+            idle_poll_ns: 10_000,
             jitter_pct: 10,
         }
     }
 
     /// Every parameter with its value, in [`Costs::KEYS`] order. The exhaustive destructuring
     /// makes a new field a compile error here until it is named.
-    pub fn values(&self) -> [(&'static str, u64); 16] {
+    pub fn values(&self) -> [(&'static str, u64); 17] {
         let Costs {
             syscall_ns,
             context_switch_ns,
@@ -239,6 +245,7 @@ impl Costs {
             migration_cross_llc_ns,
             migration_cross_node_ns,
             copy_ns_per_kib,
+            idle_poll_ns,
             jitter_pct,
         } = *self;
         [
@@ -257,6 +264,7 @@ impl Costs {
             ("migration_cross_llc_ns", migration_cross_llc_ns),
             ("migration_cross_node_ns", migration_cross_node_ns),
             ("copy_ns_per_kib", copy_ns_per_kib),
+            ("idle_poll_ns", idle_poll_ns),
             ("jitter_pct", jitter_pct),
         ]
     }
@@ -285,6 +293,7 @@ impl Costs {
             "migration_cross_llc_ns" => &mut self.migration_cross_llc_ns,
             "migration_cross_node_ns" => &mut self.migration_cross_node_ns,
             "copy_ns_per_kib" => &mut self.copy_ns_per_kib,
+            "idle_poll_ns" => &mut self.idle_poll_ns,
             "jitter_pct" if value_ns > 100 => return Err(format!("jitter_pct: {value_ns} is more than 100 %")),
             "jitter_pct" => &mut self.jitter_pct,
             _ => return Err(Costs::unknown_key_message(key)),
@@ -1657,10 +1666,12 @@ fn preset_vm_2cpu() -> Topology {
         // halted vCPU is woken by the host scheduler [estimate].
         wakeup_remote_ipi_ns: 1_500,
         ipi_receive_ns: 2_000,
-        // The guest haltpoll governor polls up to guest_halt_poll_ns = 200 us before halting;
-        // waking a halted vCPU through the host takes tens of microseconds [estimate].
+        // Waking a halted vCPU through the host takes tens of microseconds [estimate]. The
+        // development VM boots with haltpoll.guest_halt_poll_ns=0, so it never polls: every
+        // cross-CPU wakeup is an IPI to a halted vCPU (about 24 us measured by `validate`).
         idle_exit_ns_deep: 20_000,
         idle_deep_residency_ns: 200_000,
+        idle_poll_ns: 0,
         ..Costs::x86_server()
     };
     t
@@ -1798,6 +1809,7 @@ fn preset_rpi5() -> Topology {
         migration_cross_llc_ns: 12_800,
         migration_cross_node_ns: 19_200,
         copy_ns_per_kib: 200,
+        idle_poll_ns: 0,
         jitter_pct: 10,
     };
     t
@@ -1823,6 +1835,8 @@ fn arm64_server_costs(llc_ns: u64, cross_llc_ns: u64, cross_node_ns: u64) -> Cos
         migration_cross_llc_ns: cross_llc_ns,
         migration_cross_node_ns: cross_node_ns,
         copy_ns_per_kib: 120,
+        // cpuidle-psci has no polling state: arm64 CPUs go straight to WFI.
+        idle_poll_ns: 0,
         jitter_pct: 10,
     }
 }
@@ -2088,7 +2102,7 @@ mod tests {
         let keys: Vec<&str> = Costs::KEYS.iter().map(|(key, _)| *key).collect();
         let names: Vec<&str> = costs.values().iter().map(|(key, _)| *key).collect();
         assert_eq!(keys, names);
-        // jitter_pct is a percentage, so give every key a value valid for all: 1..=16.
+        // jitter_pct is a percentage, so give every key a value valid for all: 1..=17.
         for (i, key) in keys.iter().enumerate() {
             costs.set(key, 1 + i as u64).unwrap();
         }

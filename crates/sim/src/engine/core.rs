@@ -18,9 +18,6 @@ pub(super) enum Origin {
     Remote,
 }
 
-/// `CPUIDLE_POLL_MIN` (drivers/cpuidle): below this predicted idle time a CPU polls.
-const CPUIDLE_POLL_MIN_NS: u64 = 10_000;
-
 /// The idle state an idle CPU sits in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum IdleState {
@@ -128,14 +125,14 @@ impl Sim {
 
     /// A simple idle governor in the spirit of menu: predict the coming idle period from the
     /// last one (bounded by the next timer on this CPU) and pick the deepest state whose target
-    /// residency fits; below `CPUIDLE_POLL_MIN` (10 µs) the CPU polls.
+    /// residency fits; below `idle_poll_ns` (`CPUIDLE_POLL_MIN`, 10 µs, by default) it polls.
     fn select_idle_state(&self, cpu: u32) -> IdleState {
         let rq = &self.rqs[cpu as usize];
         let mut predicted = rq.last_idle_ns;
         if let Some((&(soft, _), _)) = rq.timers.first_key_value() {
             predicted = predicted.min(soft.saturating_sub(self.now));
         }
-        if predicted < CPUIDLE_POLL_MIN_NS {
+        if predicted < self.costs.idle_poll_ns {
             IdleState::Poll
         } else if predicted >= self.costs.idle_deep_residency_ns {
             IdleState::Deep
