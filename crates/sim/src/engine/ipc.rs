@@ -55,6 +55,9 @@ pub(super) struct IpcState {
 /// Which stretch of the call is running.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum Phase {
+    /// A write's entry and copy: the data becomes visible (and the write's wakes are decided)
+    /// at its end, as the kernel publishes pipe and socket data only after copying it in.
+    Copy { obj: u32, bytes: u32 },
     /// Entry, the operation and the copy; the wakes are issued at its end.
     #[default]
     Syscall,
@@ -201,11 +204,14 @@ impl Sim {
         wakes.clear();
         let outcome = match *op {
             Op::Write { obj, bytes } => {
-                let o = &mut objects[obj as usize];
-                let x = o.write(t, bytes.saturating_sub(st.done), resumed, &mut wakes);
-                st.done = st.done.saturating_add(x.bytes);
-                cost += o.write_cost(&costs) + copy_ns(x.bytes, per_kib);
-                if x.blocked { Outcome::Block } else { Outcome::Done }
+                // Charge the entry and the copy of what is left now; apply the write at the end
+                // of that time (`ipc_complete`), when the data becomes visible to readers.
+                let o = &objects[obj as usize];
+                cost += o.write_cost(&costs) + copy_ns(bytes.saturating_sub(st.done), per_kib);
+                st.phase = Phase::Copy { obj, bytes };
+                st.wakes = wakes;
+                let cost = self.cost(cost);
+                return Step::Kernel { remaining: cost, then: AfterKernel::Ipc };
             }
             Op::Read { obj, bytes, exact } => {
                 let o = &mut objects[obj as usize];
@@ -282,6 +288,20 @@ impl Sim {
     /// The end of a kernel stretch of `t`'s IPC call on `cpu`. Returns false if the CPU
     /// switched tasks.
     pub(super) fn ipc_complete(&mut self, cpu: u32, t: TaskId) -> bool {
+        let st = entry(&mut self.ipc.tasks, t);
+        if let Phase::Copy { obj, bytes } = st.phase {
+            let resumed = st.resumed;
+            let mut wakes = std::mem::take(&mut st.wakes);
+            wakes.clear();
+            let x = self.ipc.objects[obj as usize].write(t, bytes.saturating_sub(st.done), resumed, &mut wakes);
+            let st = entry(&mut self.ipc.tasks, t);
+            st.done = st.done.saturating_add(x.bytes);
+            st.outcome = if x.blocked { Outcome::Block } else { Outcome::Done };
+            st.will_block = st.outcome == Outcome::Block;
+            st.woken = false;
+            st.phase = Phase::Syscall;
+            st.wakes = wakes;
+        }
         let st = entry(&mut self.ipc.tasks, t);
         if st.phase == Phase::Syscall {
             st.phase = Phase::Wakes;
