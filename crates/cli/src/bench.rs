@@ -9,7 +9,6 @@ use std::time::Instant;
 
 use sim::config::{Limits, SchedConfig};
 use sim::engine::{Sim, SimSetup};
-use sim::fair::Policy;
 use sim::ipc::ObjectSpec;
 use sim::program::{Op, TaskSpec};
 use sim::topology::Topology;
@@ -25,37 +24,19 @@ struct Case {
     seconds: Option<u64>,
 }
 
-fn task(comm: String, ops: Vec<Op>) -> TaskSpec {
-    TaskSpec {
-        comm,
-        nice: 0,
-        policy: Policy::Normal,
-        slice_ns: None,
-        cpus: None,
-        start_ns: 0,
-        timer_slack_ns: 50_000,
-        ops,
-        nr_slots: 1,
-        nr_timers: 0,
-        poll_sets: vec![],
-        spawned: false,
-        mm: 0,
-    }
-}
-
 /// Short bursts and sleeps: a wakeup-heavy mix (one task in four is a CPU hog).
 fn mix(n: u32) -> Vec<TaskSpec> {
     (0..n)
         .map(|i| {
             if i % 4 == 0 {
-                task(
+                TaskSpec::new(
                     format!("hog{i}"),
                     vec![Op::Run { ns: 5_000_000 }, Op::Loop { target: 0, slot: 0, count: u32::MAX }],
                 )
             } else {
                 let run = 20_000 + u64::from(i % 7) * 10_000;
                 let sleep = 50_000 + u64::from(i % 5) * 40_000;
-                task(
+                TaskSpec::new(
                     format!("s{i}"),
                     vec![
                         Op::Run { ns: run },
@@ -128,10 +109,10 @@ fn current_rss_kib() -> Option<u64> {
 }
 
 pub fn bench(a: &BenchArgs) -> anyhow::Result<()> {
-    if a.only.is_none() {
-        if let Some(kib) = memory_per_task_kib(20_000)? {
-            println!("memory: {kib:.2} KiB per simulated task (20000 tasks on smp:1, RSS growth incl. the report)");
-        }
+    if a.only.is_none()
+        && let Some(kib) = memory_per_task_kib(20_000)?
+    {
+        println!("memory: {kib:.2} KiB per simulated task (20000 tasks on smp:1, RSS growth incl. the report)");
     }
     println!(
         "{:<22} {:>8} {:>9} {:>11} {:>10} {:>9} {:>11} {:>10}",

@@ -9,16 +9,13 @@
 //! ```
 //! use sim::config::{Limits, SchedConfig};
 //! use sim::engine::{Sim, SimSetup};
-//! use sim::fair::Policy;
 //! use sim::program::{Op, TaskSpec};
 //! use sim::topology::Topology;
 //!
 //! // Two CPU hogs at nice 0 and nice 5 on one CPU for one simulated second.
 //! let hog = |comm: &str, nice| TaskSpec {
-//!     comm: comm.into(), nice, policy: Policy::Normal, slice_ns: None, cpus: None,
-//!     start_ns: 0, timer_slack_ns: 50_000, nr_slots: 1, nr_timers: 0,
-//!     poll_sets: vec![], spawned: false, mm: 0,
-//!     ops: vec![Op::Run { ns: 1_000_000 }, Op::Loop { target: 0, slot: 0, count: u32::MAX }],
+//!     nice,
+//!     ..TaskSpec::new(comm, vec![Op::Run { ns: 1_000_000 }, Op::Loop { target: 0, slot: 0, count: u32::MAX }])
 //! };
 //! let setup = SimSetup {
 //!     sched: SchedConfig::v7_3(),

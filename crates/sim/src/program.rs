@@ -91,6 +91,36 @@ pub struct TaskSpec {
 }
 
 impl TaskSpec {
+    /// A SCHED_NORMAL nice-0 task running `ops` from time 0 on any CPU, with the default
+    /// timer slack, in address space 0; loop and timer slots are sized from the program.
+    /// Callers change the fields that differ.
+    pub fn new(comm: impl Into<String>, ops: Vec<Op>) -> TaskSpec {
+        let slots = |f: fn(&Op) -> Option<u16>| ops.iter().filter_map(f).map(|s| s + 1).max().unwrap_or(0);
+        let nr_slots = slots(|op| match op {
+            Op::Loop { slot, .. } => Some(*slot),
+            _ => None,
+        });
+        let nr_timers = slots(|op| match op {
+            Op::Timer { slot, .. } => Some(*slot),
+            _ => None,
+        });
+        TaskSpec {
+            comm: comm.into(),
+            nice: 0,
+            policy: Policy::Normal,
+            slice_ns: None,
+            cpus: None,
+            start_ns: 0,
+            timer_slack_ns: 50_000,
+            ops,
+            nr_slots,
+            nr_timers,
+            poll_sets: Vec::new(),
+            spawned: false,
+            mm: 0,
+        }
+    }
+
     /// Checks that every jump target and slot is in range, so stepping cannot fail later.
     pub fn validate(&self) -> Result<(), String> {
         if !(-20..=19).contains(&self.nice) {

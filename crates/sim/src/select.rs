@@ -18,17 +18,17 @@
 //!
 //! Simplifications (everything else follows the kernel):
 //! * No energy model (`find_energy_efficient_cpu` is never taken), no core scheduling
-//! (cookies always match), no vCPU preemption, no uclamp (`util_fits_cpu` is
-//! `fits_capacity`), no NUMA balancing (no preferred node), `sg_imbalanced` is false.
+//!   (cookies always match), no vCPU preemption, no uclamp (`util_fits_cpu` is
+//!   `fits_capacity`), no NUMA balancing (no preferred node), `sg_imbalanced` is false.
 //! * One shared object per LLC: on asymmetric-capacity machines the kernel may attach it to
-//! the `sd_asym_cpucapacity` domain instead; here `select_idle_capacity` reads the target's
-//! LLC object.
+//!   the `sd_asym_cpucapacity` domain instead; here `select_idle_capacity` reads the target's
+//!   LLC object.
 //! * The `*_without(p)` figures of the slow path subtract `p_h_load`, `p_util` and
-//! `p_runnable` from the CPU's figures (the kernel subtracts `util_avg` and `util_est`
-//! separately before taking their maximum).
+//!   `p_runnable` from the CPU's figures (the kernel subtracts `util_avg` and `util_est`
+//!   separately before taking their maximum).
 //! * `imb_numa_nr` is reconstructed from the domains (see [`imb_numa_nr`]).
 //! * `idle_exit_latency_ns` is always treated as a real idle state (the kernel treats a CPU
-//! without a cpuidle state like one of equal latency, comparing only `idle_stamp`).
+//!   without a cpuidle state like one of equal latency, comparing only `idle_stamp`).
 
 use crate::config::Behavior;
 use crate::fair::wf;

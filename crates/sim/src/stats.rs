@@ -54,17 +54,11 @@ impl LatencyHistogram {
 /// (values are reported at the low edge of their bucket, at most 20 % below the truth) from
 /// 1 ns to 2^40 ns (≈18 min), in 656 bytes, allocated at the first sample. The run-wide
 /// histogram uses the full-precision `LatencyHistogram`; this one keeps per-task memory small.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct CompactHistogram {
     counts: Option<Box<[u32; Self::BUCKETS]>>,
     total: u64,
     max: u64,
-}
-
-impl Default for CompactHistogram {
-    fn default() -> Self {
-        CompactHistogram { counts: None, total: 0, max: 0 }
-    }
 }
 
 impl CompactHistogram {

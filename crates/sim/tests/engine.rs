@@ -3,27 +3,12 @@
 
 use sim::config::{Limits, PreemptModel, SchedConfig};
 use sim::engine::{Sim, SimReport, SimSetup, StopReason};
-use sim::fair::Policy;
 use sim::features::Feature;
 use sim::program::{Op, TaskSpec};
 use sim::topology::Topology;
 
 fn task(comm: &str, nice: i32, ops: Vec<Op>) -> TaskSpec {
-    TaskSpec {
-        comm: comm.into(),
-        nice,
-        policy: Policy::Normal,
-        slice_ns: None,
-        cpus: None,
-        start_ns: 0,
-        timer_slack_ns: 50_000,
-        ops,
-        nr_slots: 2,
-        nr_timers: 1,
-        poll_sets: vec![],
-        spawned: false,
-        mm: 0,
-    }
+    TaskSpec { nice, ..TaskSpec::new(comm, ops) }
 }
 
 fn hog(comm: &str, nice: i32) -> TaskSpec {

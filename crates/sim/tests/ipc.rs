@@ -3,27 +3,12 @@
 
 use sim::config::{Limits, SchedConfig};
 use sim::engine::{Sim, SimReport, SimSetup, StopReason};
-use sim::fair::Policy;
 use sim::ipc::{IpcParams, ObjectSpec};
 use sim::program::{Op, TaskSpec};
 use sim::topology::Topology;
 
 fn task(comm: &str, ops: Vec<Op>) -> TaskSpec {
-    TaskSpec {
-        comm: comm.into(),
-        nice: 0,
-        policy: Policy::Normal,
-        slice_ns: None,
-        cpus: None,
-        start_ns: 0,
-        timer_slack_ns: 50_000,
-        ops,
-        nr_slots: 2,
-        nr_timers: 0,
-        poll_sets: vec![],
-        spawned: false,
-        mm: 0,
-    }
+    TaskSpec::new(comm, ops)
 }
 
 fn pinned(mut t: TaskSpec, cpu: u32) -> TaskSpec {

@@ -458,11 +458,11 @@ impl Sim {
             } else {
                 self.stale_events += 1;
             }
-            if self.check {
-                if let Err(v) = self.check_invariants() {
-                    *sink_out = self.trace.take();
-                    return Err(v);
-                }
+            if self.check
+                && let Err(v) = self.check_invariants()
+            {
+                *sink_out = self.trace.take();
+                return Err(v);
             }
             if self.live_tasks == 0 {
                 break StopReason::AllExited;
