@@ -126,6 +126,21 @@ fn pipe_ops(n: u64, size: usize) -> Result<u64, String> {
     Ok(mono_ns() - t0)
 }
 
+/// Elapsed ns of `n` send+recv pairs of `size` bytes on one unix stream socketpair, in this
+/// thread (hackbench's transport).
+fn unix_ops(n: u64, size: usize) -> Result<u64, String> {
+    use rustix::net::{AddressFamily, SocketFlags, SocketType, socketpair};
+    let (a, b) = socketpair(AddressFamily::UNIX, SocketType::STREAM, SocketFlags::empty(), None)
+        .map_err(|e| format!("socketpair: {e}"))?;
+    let mut buf = vec![7u8; size];
+    let t0 = mono_ns();
+    for _ in 0..n {
+        workers::write_all(a.as_fd(), &buf).map_err(|e| format!("socket send: {e}"))?;
+        workers::read_exact(b.as_fd(), &mut buf, None).map_err(|e| format!("socket recv: {e}"))?;
+    }
+    Ok(mono_ns() - t0)
+}
+
 /// Elapsed ns of `n` 1-token round trips between this thread (on `cpu_b`) and a partner thread
 /// or forked process (on `cpu_a`).
 fn ping_pong(n: u64, cpu_a: usize, cpu_b: usize, process: bool) -> Result<u64, String> {
@@ -194,6 +209,13 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<Calibration, String> {
             pipe_ops(n, 32 * 1024)
         })?,
         measure(
+            "unix_op_100",
+            "send 100 B on a unix stream socketpair and receive them, one thread, ns per send+recv",
+            it(50_000.0),
+            reps,
+            |n| unix_ops(n, 100),
+        )?,
+        measure(
             "rt_pinned_threads",
             "1-token pipe ping-pong, two threads on CPU 0, ns per round trip",
             it(20_000.0),
@@ -244,6 +266,45 @@ impl Calibration {
                 format!("(pipe_op_32k {big:.0} - pipe_op_4 {op:.0}) / 64 KiB copied"),
             );
         }
+        // The operations' own base costs: the measured pair minus two entries and the copies,
+        // split between the two sides in the ratio of the defaults.
+        let syscall = g("null_syscall").unwrap_or(base.syscall_ns as f64);
+        let per_kib =
+            out.iter().find(|k| k.key == "copy_ns_per_kib").map_or(base.copy_ns_per_kib as f64, |k| k.ns as f64);
+        let mut split = |pair: f64, bytes: f64, keys: [(&'static str, u64); 2], name: &str| {
+            let base_sum = (keys[0].1 + keys[1].1).max(1) as f64;
+            let own = pair - 2.0 * syscall - 2.0 * bytes / 1024.0 * per_kib;
+            for (key, default) in keys {
+                let share = default as f64 / base_sum;
+                out.push(KeyValue {
+                    key,
+                    ns: (own * share).max(0.0).round() as u64,
+                    how: format!(
+                        "({name} {pair:.0} - 2 x syscall {syscall:.0} - 2 copies of {bytes:.0} B) x {share:.2} (default split)"
+                    ),
+                    clamped: own < 0.0,
+                });
+            }
+        };
+        if let Some(op) = op {
+            split(
+                op,
+                4.0,
+                [("pipe_write_ns", base.ipc.pipe_write_ns), ("pipe_read_ns", base.ipc.pipe_read_ns)],
+                "pipe_op_4",
+            );
+        }
+        if let Some(op) = g("unix_op_100") {
+            split(
+                op,
+                100.0,
+                [("unix_send_ns", base.ipc.unix_send_ns), ("unix_recv_ns", base.ipc.unix_recv_ns)],
+                "unix_op_100",
+            );
+        }
+        let mut push = |key: &'static str, v: f64, how: String| {
+            out.push(KeyValue { key, ns: v.max(0.0).round() as u64, how, clamped: v < 0.0 });
+        };
         let wl = base.wakeup_local_ns as f64;
         let mut cs_threads = None;
         if let (Some(op), Some(rt)) = (op, g("rt_pinned_threads")) {

@@ -15,6 +15,8 @@
 use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
 
+use crate::ipc::IpcCosts;
+
 /// Largest machine accepted. An `smp:4096` domain tree builds in about 0.2 s (release build) and
 /// takes a few megabytes, because spans and group lists are interned (see [`Domains`]).
 pub const MAX_CPUS: u32 = 4096;
@@ -167,6 +169,9 @@ pub struct Costs {
     /// this (`CPUIDLE_POLL_MIN`, 10 µs, on bare metal; a haltpoll guest polls up to
     /// `guest_halt_poll_ns`; 0 = never polls). A polling CPU needs no IPI and wakes at once.
     pub idle_poll_ns: u64,
+    /// Per-operation base costs of the IPC system calls, on top of `syscall_ns`, the copy and
+    /// the wakeups (keys `pipe_write_ns` … `wait_ns`).
+    pub ipc: IpcCosts,
     /// Run-to-run noise: every kernel cost above is drawn, per operation, uniformly within
     /// ± this many percent of its value from the seeded cost stream. It is what makes runs
     /// with different seeds differ, as boots and runs of a real machine do.
@@ -192,6 +197,18 @@ impl Costs {
         ("migration_cross_node_ns", "cache-cold penalty, 64 KiB working set, to another node"),
         ("copy_ns_per_kib", "user/kernel copy per KiB of pipe or socket payload"),
         ("idle_poll_ns", "the idle governor polls (no IPI, no exit latency) below this expected idle time"),
+        ("pipe_write_ns", "anon_pipe_write of <= 100 B beyond entry and copy"),
+        ("pipe_read_ns", "anon_pipe_read beyond entry and copy"),
+        ("unix_send_ns", "unix_stream_sendmsg of one skb beyond entry and copy"),
+        ("unix_recv_ns", "unix_stream_recvmsg beyond entry and copy"),
+        ("tcp_send_ns", "tcp_sendmsg incl. the inline loopback NET_RX softirq"),
+        ("tcp_recv_ns", "tcp_recvmsg beyond entry and copy"),
+        ("eventfd_ns", "eventfd read or write"),
+        ("futex_wait_ns", "FUTEX_WAIT up to blocking"),
+        ("futex_wake_ns", "FUTEX_WAKE without the wakeups"),
+        ("poll_ns", "one pass of do_poll / ep_poll"),
+        ("spawn_ns", "fork / clone up to wake_up_new_task"),
+        ("wait_ns", "one wait() pass"),
         ("jitter_pct", "per-operation random variation of every cost above, in percent (seeded)"),
     ];
 
@@ -222,13 +239,14 @@ impl Costs {
             migration_cross_node_ns: 19_200,
             copy_ns_per_kib: 100,
             idle_poll_ns: 10_000,
+            ipc: IpcCosts::x86_server(),
             jitter_pct: 10,
         }
     }
 
     /// Every parameter with its value, in [`Costs::KEYS`] order. The exhaustive destructuring
     /// makes a new field a compile error here until it is named.
-    pub fn values(&self) -> [(&'static str, u64); 17] {
+    pub fn values(&self) -> Vec<(&'static str, u64)> {
         let Costs {
             syscall_ns,
             context_switch_ns,
@@ -246,9 +264,24 @@ impl Costs {
             migration_cross_node_ns,
             copy_ns_per_kib,
             idle_poll_ns,
+            ipc,
             jitter_pct,
         } = *self;
-        [
+        let IpcCosts {
+            pipe_write_ns,
+            pipe_read_ns,
+            unix_send_ns,
+            unix_recv_ns,
+            tcp_send_ns,
+            tcp_recv_ns,
+            eventfd_ns,
+            futex_wait_ns,
+            futex_wake_ns,
+            poll_ns,
+            spawn_ns,
+            wait_ns,
+        } = ipc;
+        vec![
             ("syscall_ns", syscall_ns),
             ("context_switch_ns", context_switch_ns),
             ("context_switch_mm_ns", context_switch_mm_ns),
@@ -265,6 +298,18 @@ impl Costs {
             ("migration_cross_node_ns", migration_cross_node_ns),
             ("copy_ns_per_kib", copy_ns_per_kib),
             ("idle_poll_ns", idle_poll_ns),
+            ("pipe_write_ns", pipe_write_ns),
+            ("pipe_read_ns", pipe_read_ns),
+            ("unix_send_ns", unix_send_ns),
+            ("unix_recv_ns", unix_recv_ns),
+            ("tcp_send_ns", tcp_send_ns),
+            ("tcp_recv_ns", tcp_recv_ns),
+            ("eventfd_ns", eventfd_ns),
+            ("futex_wait_ns", futex_wait_ns),
+            ("futex_wake_ns", futex_wake_ns),
+            ("poll_ns", poll_ns),
+            ("spawn_ns", spawn_ns),
+            ("wait_ns", wait_ns),
             ("jitter_pct", jitter_pct),
         ]
     }
@@ -294,6 +339,18 @@ impl Costs {
             "migration_cross_node_ns" => &mut self.migration_cross_node_ns,
             "copy_ns_per_kib" => &mut self.copy_ns_per_kib,
             "idle_poll_ns" => &mut self.idle_poll_ns,
+            "pipe_write_ns" => &mut self.ipc.pipe_write_ns,
+            "pipe_read_ns" => &mut self.ipc.pipe_read_ns,
+            "unix_send_ns" => &mut self.ipc.unix_send_ns,
+            "unix_recv_ns" => &mut self.ipc.unix_recv_ns,
+            "tcp_send_ns" => &mut self.ipc.tcp_send_ns,
+            "tcp_recv_ns" => &mut self.ipc.tcp_recv_ns,
+            "eventfd_ns" => &mut self.ipc.eventfd_ns,
+            "futex_wait_ns" => &mut self.ipc.futex_wait_ns,
+            "futex_wake_ns" => &mut self.ipc.futex_wake_ns,
+            "poll_ns" => &mut self.ipc.poll_ns,
+            "spawn_ns" => &mut self.ipc.spawn_ns,
+            "wait_ns" => &mut self.ipc.wait_ns,
             "jitter_pct" if value_ns > 100 => return Err(format!("jitter_pct: {value_ns} is more than 100 %")),
             "jitter_pct" => &mut self.jitter_pct,
             _ => return Err(Costs::unknown_key_message(key)),
@@ -1810,6 +1867,7 @@ fn preset_rpi5() -> Topology {
         migration_cross_node_ns: 19_200,
         copy_ns_per_kib: 200,
         idle_poll_ns: 0,
+        ipc: IpcCosts::x86_server(),
         jitter_pct: 10,
     };
     t
@@ -1837,6 +1895,7 @@ fn arm64_server_costs(llc_ns: u64, cross_llc_ns: u64, cross_node_ns: u64) -> Cos
         copy_ns_per_kib: 120,
         // cpuidle-psci has no polling state: arm64 CPUs go straight to WFI.
         idle_poll_ns: 0,
+        ipc: IpcCosts::x86_server(),
         jitter_pct: 10,
     }
 }
@@ -2102,7 +2161,7 @@ mod tests {
         let keys: Vec<&str> = Costs::KEYS.iter().map(|(key, _)| *key).collect();
         let names: Vec<&str> = costs.values().iter().map(|(key, _)| *key).collect();
         assert_eq!(keys, names);
-        // jitter_pct is a percentage, so give every key a value valid for all: 1..=17.
+        // jitter_pct is a percentage, so give every key a value valid for all: 1..=29.
         for (i, key) in keys.iter().enumerate() {
             costs.set(key, 1 + i as u64).unwrap();
         }

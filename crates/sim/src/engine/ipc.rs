@@ -106,7 +106,12 @@ struct TaskIpc {
 impl IpcState {
     /// Builds the objects and checks that every IPC instruction fits its object's kind.
     /// Out-of-range indices are left to `Sim::check_spec_refs`.
-    pub(super) fn new(objects: &[ObjectSpec], specs: &[TaskSpec], ncpus: u32) -> Result<IpcState, String> {
+    pub(super) fn new(
+        objects: &[ObjectSpec],
+        specs: &[TaskSpec],
+        ncpus: u32,
+        costs: &crate::ipc::IpcCosts,
+    ) -> Result<IpcState, String> {
         for (i, o) in objects.iter().enumerate() {
             o.validate().map_err(|e| format!("object {i}: {e}"))?;
         }
@@ -144,7 +149,7 @@ impl IpcState {
                 return Err(format!("task `{comm}` polls object {o}, a futex"));
             }
         }
-        let params = IpcParams::v7_3();
+        let params = IpcParams { costs: *costs, ..IpcParams::v7_3() };
         Ok(IpcState {
             objects: objects.iter().map(|o| Object::new(o, &params.behavior)).collect(),
             tasks: Vec::new(),

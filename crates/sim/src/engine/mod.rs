@@ -275,6 +275,7 @@ impl Sim {
         let domains = setup.topology.build_domains();
         let lb = balance::Balance::new(&domains, ncpus, setup.sched.sysctl.migration_cost_ns, setup.seed);
         let llc = crate::select::LlcShared::for_domains(&domains);
+        let ipc_costs = setup.topology.costs.ipc;
         let mut sim = Sim {
             trace: None,
             cost_rng: crate::rng::SimRng::stream(setup.seed, crate::rng::Stream::Costs),
@@ -300,7 +301,7 @@ impl Sim {
             wakeup_latency: LatencyHistogram::default(),
             timer_seq: 0,
             live_tasks: 0,
-            ipc: ipc::IpcState::new(&setup.objects, &setup.tasks, ncpus)?,
+            ipc: ipc::IpcState::new(&setup.objects, &setup.tasks, ncpus, &ipc_costs)?,
             objects: setup.objects,
             marks: BTreeMap::new(),
             counts: BTreeMap::new(),
