@@ -131,6 +131,9 @@ pub fn reproduce(a: &RunArgs) -> String {
     if let Some(hz) = s.hz {
         cmd += &format!(" --hz {hz}");
     }
+    if let Some(f) = &s.cost_file {
+        cmd += &format!(" --cost-file {}", lab::words::quote(&f.display().to_string()));
+    }
     for kv in &s.cost {
         cmd += &format!(" --cost {kv}");
     }
@@ -140,7 +143,10 @@ pub fn reproduce(a: &RunArgs) -> String {
     if (a.duration - 10.0).abs() > f64::EPSILON {
         cmd += &format!(" --duration {}", a.duration);
     }
-    cmd + " " + &a.workload.join(" ")
+    for b in &a.background {
+        cmd += &format!(" --background {}", lab::words::quote(b));
+    }
+    cmd + " " + &lab::words::join(&a.workload)
 }
 
 fn feature_tokens(f: &FeatureSet, kernel: &str) -> Vec<String> {
