@@ -282,6 +282,8 @@ fn json_report(
                 "nr_wakeups_local": t.stats.nr_wakeups_local,
                 "nr_wakeups_remote": t.stats.nr_wakeups_remote,
                 "nr_wakeups_migrate": t.stats.nr_wakeups_migrate,
+                "nr_wakeups_affine": t.stats.nr_wakeups_affine,
+                "nr_wakeups_affine_attempts": t.stats.nr_wakeups_affine_attempts,
                 "nr_wakeup_preemptions": t.stats.nr_wakeup_preemptions,
                 "se.avg.util_avg": t.util_avg,
                 "se.avg.load_avg": t.load_avg,

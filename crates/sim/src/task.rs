@@ -68,6 +68,8 @@ pub struct TaskStats {
     pub nr_wakeups_local: u64,
     pub nr_wakeups_remote: u64,
     pub nr_wakeups_migrate: u64,
+    pub nr_wakeups_affine: u64,
+    pub nr_wakeups_affine_attempts: u64,
     pub nr_wakeup_preemptions: u64,
     pub wakeup_latency: CompactHistogram,
 }

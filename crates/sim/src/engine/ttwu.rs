@@ -63,10 +63,13 @@ impl Sim {
         let cpu = if task.allowed.len() > 1 {
             wake_flags |= wf::RQ_SELECTED;
             let placement = self.select_task_rq(p, prev_cpu, this_cpu, waker, wake_flags);
+            let st = &mut self.tasks[p.idx()].stats;
             if placement.affine_attempt {
+                st.nr_wakeups_affine_attempts += 1;
                 self.counters.nr_wakeups_affine_attempts += 1;
             }
             if placement.affine {
+                st.nr_wakeups_affine += 1;
                 self.counters.nr_wakeups_affine += 1;
             }
             if self.tracing() {
