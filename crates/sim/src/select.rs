@@ -100,6 +100,22 @@ impl CpuFacts {
     }
 }
 
+/// Where CPU selection reads the runqueues: a captured snapshot (tests), or the engine's live
+/// runqueues read on demand, since a wakeup looks at a few CPUs, not all of them.
+pub trait CpuSource {
+    fn facts(&self, cpu: u32) -> CpuFacts;
+    fn nr_cpus(&self) -> usize;
+}
+
+impl CpuSource for Vec<CpuFacts> {
+    fn facts(&self, cpu: u32) -> CpuFacts {
+        self[cpu as usize]
+    }
+    fn nr_cpus(&self) -> usize {
+        self.len()
+    }
+}
+
 /// The LLC-wide `struct sched_domain_shared` fields selection uses. One per LLC, indexed
 /// by `sd_llc_id`; zero-initialised at domain build like the kernel's.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -128,7 +144,7 @@ impl LlcShared {
 pub struct SelectCtx<'a> {
     pub topo: &'a Topology,
     pub domains: &'a Domains,
-    pub cpus: &'a [CpuFacts],
+    pub cpus: &'a dyn CpuSource,
     pub llc: &'a mut [LlcShared],
     pub features: &'a FeatureSet,
     pub behavior: &'a Behavior,
@@ -401,7 +417,7 @@ pub fn update_llc_idle_scan(ctx: &mut SelectCtx, cpu: u32) {
     }
     let domains = ctx.domains;
     let Some(sd) = domains.sd_llc(cpu) else { return };
-    let sum_util: u64 = domains.span(sd).iter().map(|&c| ctx.cpus[c as usize].cpu_util).sum();
+    let sum_util: u64 = domains.span(sd).iter().map(|&c| ctx.cpus.facts(c).cpu_util).sum();
     let nr = update_idle_cpu_scan(sum_util, sd.span_weight, sd.imbalance_pct);
     if let Some(i) = ctx.shared_index(cpu) {
         ctx.llc[i].nr_idle_scan = nr;
@@ -465,8 +481,8 @@ struct SgWakeupStats {
 
 impl<'a> SelectCtx<'a> {
     /// `cpu_rq(cpu)` (sched.h v7.3.4), as captured.
-    fn rq(&self, cpu: u32) -> &CpuFacts {
-        &self.cpus[cpu as usize]
+    fn rq(&self, cpu: u32) -> CpuFacts {
+        self.cpus.facts(cpu)
     }
 
     /// `available_idle_cpu()` / `idle_cpu()` (core.c v7.3.4): the idle task runs, nothing
@@ -686,7 +702,7 @@ impl<'a> SelectCtx<'a> {
         let recent = p.recent_used_cpu;
         p.recent_used_cpu = prev;
         let mut recent_aff = None;
-        if (recent as usize) < self.cpus.len()
+        if (recent as usize) < self.cpus.nr_cpus()
             && recent != prev
             && recent != target
             && self.cpus_share_cache(recent, target)

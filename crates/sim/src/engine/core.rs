@@ -3,6 +3,8 @@
 
 use super::{Cause, Ev, Sim};
 use crate::fair::{Resched, deq};
+use crate::select::{CpuFacts, CpuSource, SelectCtx};
+use crate::task::Task;
 use crate::task::{Step, TaskId, TaskState};
 use crate::time::Nanos;
 
@@ -116,11 +118,7 @@ impl Sim {
 
     /// The exit latency of the idle state the CPU is in (chosen when it went idle).
     pub(super) fn idle_exit_latency(&self, cpu: u32) -> u64 {
-        match self.rqs[cpu as usize].idle_state {
-            IdleState::Poll => 0,
-            IdleState::Shallow => self.costs.idle_exit_ns_c1,
-            IdleState::Deep => self.costs.idle_exit_ns_deep,
-        }
+        idle_state_exit(self.rqs[cpu as usize].idle_state, &self.costs)
     }
 
     /// A simple idle governor in the spirit of menu: predict the coming idle period from the
@@ -371,21 +369,61 @@ impl Sim {
         rq.hrtick_at = None;
         // __update_idle_core(): a core whose threads are all idle is advertised to the LLC.
         if self.domains.sched_smt_active() {
-            let cpus = self.cpu_facts();
-            let mut ctx = self.select_ctx(&cpus);
-            crate::select::update_idle_core(&mut ctx, cpu);
+            self.with_select(|ctx, _| crate::select::update_idle_core(ctx, cpu));
         }
     }
 
-    /// A CPU-selection context over a snapshot of the runqueues.
-    pub(super) fn select_ctx<'a>(&'a mut self, cpus: &'a [crate::select::CpuFacts]) -> crate::select::SelectCtx<'a> {
-        crate::select::SelectCtx {
+    /// Runs `f` with a CPU-selection context over the live runqueues (read on demand) and the
+    /// task table.
+    pub(super) fn with_select<R>(&mut self, f: impl FnOnce(&mut SelectCtx<'_>, &mut [Task]) -> R) -> R {
+        let live = LiveFacts { rqs: &self.rqs, topo: &self.topo, costs: &self.costs };
+        let mut ctx = SelectCtx {
             topo: &self.topo,
             domains: &self.domains,
-            cpus,
+            cpus: &live,
             llc: &mut self.llc,
             features: &self.params.features,
             behavior: &self.params.behavior,
+        };
+        f(&mut ctx, &mut self.tasks)
+    }
+}
+
+/// The runqueues as CPU selection reads them, computed per CPU when asked.
+struct LiveFacts<'a> {
+    rqs: &'a [super::Rq],
+    topo: &'a crate::topology::Topology,
+    costs: &'a crate::topology::Costs,
+}
+
+impl CpuSource for LiveFacts<'_> {
+    fn facts(&self, cpu: u32) -> CpuFacts {
+        let r = &self.rqs[cpu as usize];
+        let capacity = u64::from(self.topo.cpus[cpu as usize].capacity);
+        CpuFacts {
+            idle: r.curr.is_none(),
+            nr_running: r.cfs.h_nr_queued,
+            nr_delayed: r.cfs.nr_delayed(),
+            nr_idle_policy: r.cfs.h_nr_idle,
+            ttwu_pending: r.ttwu_pending(),
+            cpu_load: r.cfs.pelt.cpu_load(),
+            cpu_util: r.cfs.pelt.cpu_util_cfs(capacity),
+            cpu_runnable: r.cfs.pelt.cpu_runnable(),
+            capacity,
+            idle_exit_latency_ns: if r.curr.is_none() { idle_state_exit(r.idle_state, self.costs) } else { 0 },
+            idle_stamp: r.idle_since.unwrap_or(0),
         }
+    }
+    fn nr_cpus(&self) -> usize {
+        self.rqs.len()
+    }
+}
+
+/// The exit latency of an idle state.
+fn idle_state_exit(state: IdleState, costs: &crate::topology::Costs) -> u64 {
+    match state {
+        IdleState::Poll => 0,
+        IdleState::Shallow => costs.idle_exit_ns_c1,
+        IdleState::Deep => costs.idle_exit_ns_deep,
     }
 }

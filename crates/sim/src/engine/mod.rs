@@ -318,9 +318,7 @@ impl Sim {
         let mut seen = std::collections::BTreeSet::new();
         for cpu in 0..ncpus {
             if seen.insert(sim.domains.sd_llc_id(cpu)) && sim.domains.sd_llc(cpu).is_some() {
-                let cpus = sim.cpu_facts();
-                let mut ctx = sim.select_ctx(&cpus);
-                crate::select::update_llc_idle_scan(&mut ctx, cpu);
+                sim.with_select(|ctx, _| crate::select::update_llc_idle_scan(ctx, cpu));
             }
         }
         for i in 0..sim.specs.len() {

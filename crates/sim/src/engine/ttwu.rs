@@ -225,40 +225,7 @@ impl Sim {
             hz: u64::from(self.cfg.hz),
             ..select::Waking::new(p, prev_cpu, this_cpu, waker, wake_flags)
         };
-        let cpus = self.cpu_facts();
-        let mut ctx = select::SelectCtx {
-            topo: &self.topo,
-            domains: &self.domains,
-            cpus: &cpus,
-            llc: &mut self.llc,
-            features: &self.params.features,
-            behavior: &self.params.behavior,
-        };
-        select::select_task_rq_fair(&mut ctx, &mut self.tasks, &w)
-    }
-
-    /// A snapshot of every runqueue as CPU selection reads it.
-    pub(super) fn cpu_facts(&self) -> Vec<select::CpuFacts> {
-        self.rqs
-            .iter()
-            .enumerate()
-            .map(|(c, r)| {
-                let capacity = u64::from(self.topo.cpus[c].capacity);
-                select::CpuFacts {
-                    idle: r.curr.is_none(),
-                    nr_running: r.cfs.h_nr_queued,
-                    nr_delayed: r.cfs.nr_delayed(),
-                    nr_idle_policy: r.cfs.h_nr_idle,
-                    ttwu_pending: r.ttwu_pending(),
-                    cpu_load: r.cfs.pelt.cpu_load(),
-                    cpu_util: r.cfs.pelt.cpu_util_cfs(capacity),
-                    cpu_runnable: r.cfs.pelt.cpu_runnable(),
-                    capacity,
-                    idle_exit_latency_ns: if r.curr.is_none() { self.idle_exit_latency(c as u32) } else { 0 },
-                    idle_stamp: r.idle_since.unwrap_or(0),
-                }
-            })
-            .collect()
+        self.with_select(|ctx, tasks| select::select_task_rq_fair(ctx, tasks, &w))
     }
 
     /// `wake_up_new_task()` (core.c v7.3.4): fork placement, `ENQUEUE_INITIAL`, and a
