@@ -1,8 +1,8 @@
 //! Wakeup and fork/exec CPU selection (`select_task_rq_fair()`, kernel/sched/fair.c v7.3.4,
 //! spec §5.1–§5.6, with the patch toggles §6.4 and §6.5).
 //!
-//! Pure functions over a snapshot of the
-//! runqueues ([`CpuFacts`]), the sched domains of [`crate::topology`], the per-LLC
+//! Pure functions over the runqueues' facts ([`CpuFacts`], read through a [`CpuSource`]: the
+//! engine computes them per CPU on demand), the sched domains of [`crate::topology`], the per-LLC
 //! shared objects ([`LlcShared`]) and the tasks' wakee bookkeeping. It covers
 //! `record_wakee`/`wake_wide`, the domain walk with `want_affine`, `wake_affine` (WA_IDLE,
 //! WA_WEIGHT, WA_BIAS), the whole `select_idle_sibling` fast path (SMT idle cores, SIS_UTIL
@@ -10,7 +10,7 @@
 //! (`sched_balance_find_dst_cpu`).
 //!
 //! Everything is a pure function of its arguments: a [`SelectCtx`] (topology, domains, a
-//! snapshot of every runqueue, the per-LLC shared objects, features and version toggles), the
+//! source of runqueue facts, the per-LLC shared objects, features and version toggles), the
 //! task table (for `record_wakee` and `recent_used_cpu`, the only task state selection writes)
 //! and a [`Waking`] describing the wakeup. The only other state written is
 //! [`LlcShared::has_idle_cores`] (cleared by a failed idle-core scan, set by
@@ -138,8 +138,8 @@ impl LlcShared {
     }
 }
 
-/// Everything selection reads besides the tasks: the machine, a snapshot of every
-/// runqueue (indexed by CPU), the per-LLC shared objects (indexed by `sd_llc_id`), the
+/// Everything selection reads besides the tasks: the machine, the runqueues' facts (by CPU,
+/// through a [`CpuSource`]), the per-LLC shared objects (indexed by `sd_llc_id`), the
 /// feature flags and the version toggles.
 pub struct SelectCtx<'a> {
     pub topo: &'a Topology,
