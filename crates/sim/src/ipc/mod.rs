@@ -253,8 +253,8 @@ impl Object {
     fn read_queue(&mut self) -> &mut WaitQueue {
         match self {
             Object::Pipe(p) => &mut p.rd_wait,
-            Object::Unix(u) => &mut u.rd_wait,
-            Object::Tcp(s) => &mut s.rd_wait,
+            Object::Unix(u) => &mut u.dir.rd_wait,
+            Object::Tcp(s) => &mut s.dir.rd_wait,
             Object::EventFd(e) => &mut e.wqh,
             Object::Futex(_) => panic!("poll() on a futex (rejected by validation)"),
         }
@@ -282,8 +282,8 @@ impl Object {
     pub fn is_queued(&self, t: TaskId) -> bool {
         match self {
             Object::Pipe(p) => p.rd_wait.contains(t) || p.wr_wait.contains(t),
-            Object::Unix(u) => u.rd_wait.contains(t) || u.wr_wait.contains(t),
-            Object::Tcp(s) => s.rd_wait.contains(t) || s.wr_wait.contains(t),
+            Object::Unix(u) => u.dir.rd_wait.contains(t) || u.dir.wr_wait.contains(t),
+            Object::Tcp(s) => s.dir.rd_wait.contains(t) || s.dir.wr_wait.contains(t),
             Object::EventFd(e) => e.wqh.contains(t),
             Object::Futex(f) => f.is_waiting(t),
         }

@@ -125,3 +125,42 @@ mod tests {
         assert!(q.is_empty());
     }
 }
+
+/// One direction of a stream socket, as both unix and loopback TCP sockets keep it: the
+/// receive queue charged to the sender, the sender's buffer limit, whether wakes are WF_SYNC,
+/// and the two wait queues.
+#[derive(Clone, Debug)]
+pub struct SocketDir {
+    pub sndbuf: u32,
+    /// WF_SYNC on socket wakes (`IpcBehavior::socket_sync`).
+    pub sync: u32,
+    pub queue: SkbQueue,
+    /// The receiving socket's `sk_wq` (readers and pollers).
+    pub rd_wait: super::WaitQueue,
+    /// The sending socket's `sk_wq` (senders waiting for memory).
+    pub wr_wait: super::WaitQueue,
+}
+
+impl SocketDir {
+    pub fn new(sndbuf: u32, socket_sync: bool) -> SocketDir {
+        assert!(sndbuf > 0, "a socket needs a positive sndbuf");
+        SocketDir {
+            sndbuf,
+            sync: if socket_sync { crate::fair::wf::SYNC } else { 0 },
+            queue: SkbQueue::default(),
+            rd_wait: super::WaitQueue::new(),
+            wr_wait: super::WaitQueue::new(),
+        }
+    }
+
+    /// Memory charged to the sending socket.
+    pub fn wmem(&self) -> u32 {
+        self.queue.wmem
+    }
+    pub fn readable(&self) -> bool {
+        !self.queue.is_empty()
+    }
+    pub fn blocked_senders(&self) -> usize {
+        self.wr_wait.len()
+    }
+}

@@ -21,9 +21,8 @@
 //!
 //! Not modelled: segmentation by MSS, Nagle and delayed ACKs, ksoftirqd offload under load.
 
-use super::skb::SkbQueue;
-use super::{Transfer, WaitQueue, Wake};
-use crate::fair::wf;
+use super::skb::SocketDir;
+use super::{Transfer, Wake};
 use crate::task::TaskId;
 
 /// Largest payload per skb (`tcp_send_mss` size goal on loopback, 64 KiB).
@@ -32,34 +31,22 @@ const MAX_SKB: u32 = 64 * 1024;
 /// One direction of a loopback TCP connection.
 #[derive(Clone, Debug)]
 pub struct TcpLoopback {
-    sndbuf: u32,
-    /// WF_SYNC on the receiver wake (`IpcBehavior::socket_sync`).
-    sync: u32,
-    queue: SkbQueue,
-    pub(super) rd_wait: WaitQueue,
-    pub(super) wr_wait: WaitQueue,
+    pub(super) dir: SocketDir,
 }
 
 impl TcpLoopback {
     pub fn new(sndbuf: u32, socket_sync: bool) -> TcpLoopback {
-        assert!(sndbuf > 0, "a socket needs a positive sndbuf");
-        TcpLoopback {
-            sndbuf,
-            sync: if socket_sync { wf::SYNC } else { 0 },
-            queue: SkbQueue::default(),
-            rd_wait: WaitQueue::new(),
-            wr_wait: WaitQueue::new(),
-        }
+        TcpLoopback { dir: SocketDir::new(sndbuf, socket_sync) }
     }
 
     pub fn wmem(&self) -> u32 {
-        self.queue.wmem
+        self.dir.wmem()
     }
     pub fn readable(&self) -> bool {
-        !self.queue.is_empty()
+        self.dir.readable()
     }
     pub fn blocked_senders(&self) -> usize {
-        self.wr_wait.len()
+        self.dir.blocked_senders()
     }
 
     /// `tcp_sendmsg()` of `len` bytes (what is left of them after a sleep).
@@ -67,18 +54,18 @@ impl TcpLoopback {
         let mut sent = 0;
         let mut blocked = false;
         while sent < len {
-            if self.queue.wmem >= self.sndbuf {
-                self.wr_wait.add(t);
+            if self.dir.queue.wmem >= self.dir.sndbuf {
+                self.dir.wr_wait.add(t);
                 blocked = true;
                 break;
             }
             let chunk = (len - sent).min(MAX_SKB);
-            self.queue.push(chunk);
+            self.dir.queue.push(chunk);
             sent += chunk;
         }
         if sent > 0 {
             // tcp_data_ready() in the NET_RX softirq run at the sender's local_bh_enable().
-            self.rd_wait.wake(0, self.sync, false, wakes);
+            self.dir.rd_wait.wake(0, self.dir.sync, false, wakes);
         }
         Transfer { bytes: sent, blocked }
     }
@@ -88,14 +75,14 @@ impl TcpLoopback {
         if len == 0 {
             return Transfer { bytes: 0, blocked: false };
         }
-        if self.queue.is_empty() {
-            self.rd_wait.add(t);
+        if self.dir.queue.is_empty() {
+            self.dir.rd_wait.add(t);
             return Transfer { bytes: 0, blocked: true };
         }
-        let copied = self.queue.consume(len, |_| {});
-        let wmem = u64::from(self.queue.wmem);
-        if !self.wr_wait.is_empty() && u64::from(self.sndbuf) >= wmem + wmem / 2 {
-            self.wr_wait.wake(0, 0, false, wakes);
+        let copied = self.dir.queue.consume(len, |_| {});
+        let wmem = u64::from(self.dir.queue.wmem);
+        if !self.dir.wr_wait.is_empty() && u64::from(self.dir.sndbuf) >= wmem + wmem / 2 {
+            self.dir.wr_wait.wake(0, 0, false, wakes);
         }
         Transfer { bytes: copied, blocked: false }
     }
@@ -104,6 +91,7 @@ impl TcpLoopback {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fair::wf;
 
     #[test]
     fn receiver_wake_is_sync_from_softirq_and_sender_wake_is_not_sync() {

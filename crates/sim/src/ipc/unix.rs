@@ -20,9 +20,8 @@
 //! Not modelled: the reverse direction sharing the same socket queues (its waiters would see
 //! this direction's wakes), `MSG_WAITALL`, `SO_RCVLOWAT`, shutdown.
 
-use super::skb::{SKB_MAX_HEAD, SkbQueue};
-use super::{Transfer, WaitQueue, Wake};
-use crate::fair::wf;
+use super::skb::{SKB_MAX_HEAD, SocketDir};
+use super::{Transfer, Wake};
 use crate::task::TaskId;
 
 /// `UNIX_SKB_FRAGS_SZ` (32 KiB of page frags per skb).
@@ -31,45 +30,30 @@ const UNIX_SKB_FRAGS_SZ: u32 = 32 * 1024;
 /// One direction of a unix stream socketpair.
 #[derive(Clone, Debug)]
 pub struct UnixStream {
-    sndbuf: u32,
-    /// WF_SYNC on socket wakes (`IpcBehavior::socket_sync`).
-    sync: u32,
-    queue: SkbQueue,
-    /// The receiving socket's `sk_wq` (readers and pollers).
-    pub(super) rd_wait: WaitQueue,
-    /// The sending socket's `sk_wq` (senders waiting for memory).
-    pub(super) wr_wait: WaitQueue,
+    pub(super) dir: SocketDir,
 }
 
 impl UnixStream {
     pub fn new(sndbuf: u32, socket_sync: bool) -> UnixStream {
-        assert!(sndbuf > 0, "a socket needs a positive sndbuf");
-        UnixStream {
-            sndbuf,
-            sync: if socket_sync { wf::SYNC } else { 0 },
-            queue: SkbQueue::default(),
-            rd_wait: WaitQueue::new(),
-            wr_wait: WaitQueue::new(),
-        }
+        UnixStream { dir: SocketDir::new(sndbuf, socket_sync) }
     }
 
-    /// Memory charged to the sending socket (`sk_wmem_alloc`).
     pub fn wmem(&self) -> u32 {
-        self.queue.wmem
+        self.dir.wmem()
     }
     pub fn nr_skbs(&self) -> usize {
-        self.queue.nr_skbs()
+        self.dir.queue.nr_skbs()
     }
     pub fn readable(&self) -> bool {
-        !self.queue.is_empty()
+        self.dir.readable()
     }
     pub fn blocked_senders(&self) -> usize {
-        self.wr_wait.len()
+        self.dir.blocked_senders()
     }
 
     /// Largest skb payload of one send.
     fn max_chunk(&self) -> u32 {
-        ((self.sndbuf >> 1).saturating_sub(64)).clamp(1, SKB_MAX_HEAD + UNIX_SKB_FRAGS_SZ)
+        ((self.dir.sndbuf >> 1).saturating_sub(64)).clamp(1, SKB_MAX_HEAD + UNIX_SKB_FRAGS_SZ)
     }
 
     /// `unix_stream_sendmsg()` of `len` bytes (what is left of them after a sleep).
@@ -77,17 +61,17 @@ impl UnixStream {
         let mut sent = 0;
         let mut blocked = false;
         while sent < len {
-            if self.queue.wmem >= self.sndbuf {
-                self.wr_wait.add(t);
+            if self.dir.queue.wmem >= self.dir.sndbuf {
+                self.dir.wr_wait.add(t);
                 blocked = true;
                 break;
             }
             let chunk = (len - sent).min(self.max_chunk());
-            self.queue.push(chunk);
+            self.dir.queue.push(chunk);
             sent += chunk;
         }
         if sent > 0 {
-            self.rd_wait.wake(0, self.sync, true, wakes);
+            self.dir.rd_wait.wake(0, self.dir.sync, true, wakes);
         }
         Transfer { bytes: sent, blocked }
     }
@@ -97,13 +81,13 @@ impl UnixStream {
         if len == 0 {
             return Transfer { bytes: 0, blocked: false };
         }
-        if self.queue.is_empty() {
-            self.rd_wait.add(t);
+        if self.dir.queue.is_empty() {
+            self.dir.rd_wait.add(t);
             return Transfer { bytes: 0, blocked: true };
         }
-        let (sndbuf, sync) = (self.sndbuf, self.sync);
-        let wr_wait = &mut self.wr_wait;
-        let copied = self.queue.consume(len, |wmem| {
+        let (sndbuf, sync) = (self.dir.sndbuf, self.dir.sync);
+        let wr_wait = &mut self.dir.wr_wait;
+        let copied = self.dir.queue.consume(len, |wmem| {
             // sock_wfree() → unix_write_space(): writable at 25 % and a sleeper waits.
             if u64::from(wmem) * 4 <= u64::from(sndbuf) && !wr_wait.is_empty() {
                 wr_wait.wake(0, sync, true, wakes);
@@ -116,6 +100,7 @@ impl UnixStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fair::wf;
 
     const R: TaskId = TaskId(0);
 
