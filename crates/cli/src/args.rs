@@ -51,6 +51,9 @@ pub enum Command {
     /// Write a self-contained HTML report (table, SVG charts, per-CPU timeline) from a results
     /// database or `run --json` files.
     Report(crate::report::ReportArgs),
+    /// Score the model against real-kernel measurements (a ground-truth directory): effects in
+    /// direction and within 2x, default-variant metrics in the real range and within 1.5x.
+    Fidelity(crate::fidelity::FidelityArgs),
 }
 
 #[derive(Subcommand, Debug)]

@@ -134,7 +134,7 @@ pub struct MergeArgs {
     pub out: PathBuf,
 }
 
-fn lab_err(e: LabError) -> anyhow::Error {
+pub(crate) fn lab_err(e: LabError) -> anyhow::Error {
     match e {
         LabError::Input(m) => UserError(m).into(),
         LabError::Internal(m) => anyhow::anyhow!(m),

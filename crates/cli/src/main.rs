@@ -5,6 +5,7 @@ mod analyze;
 mod args;
 mod bench;
 mod explain;
+mod fidelity;
 mod lab_cmd;
 mod native_cmd;
 mod report;
@@ -39,6 +40,7 @@ fn main() -> ExitCode {
         Command::Calibrate(a) => native_cmd::calibrate(a),
         Command::Explain(a) => explain::explain(a),
         Command::Report(a) => report::report(a),
+        Command::Fidelity(a) => fidelity::fidelity(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

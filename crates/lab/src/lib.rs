@@ -17,6 +17,7 @@
 //! nothing it computes depends on the number of threads.
 
 pub mod compare;
+pub mod fidelity;
 pub mod plan;
 pub mod report;
 pub mod runner;

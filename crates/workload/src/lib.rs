@@ -51,4 +51,5 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod bench;
+pub mod ring;
 pub mod rtapp;

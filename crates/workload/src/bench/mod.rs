@@ -29,7 +29,7 @@
 
 mod args;
 mod hist;
-mod prog;
+pub(crate) mod prog;
 
 pub mod hackbench;
 pub mod lat_ctx;

@@ -1,0 +1,113 @@
+//! The fidelity scoreboard: reading the ground-truth format, and scoring a model run.
+
+use std::path::{Path, PathBuf};
+
+use lab::fidelity::truth::{GroundTruth, Mode, parse_effects, parse_summary};
+use lab::fidelity::{self, Options, score};
+
+fn shipped() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/ground-truth/qemu-2vcpu")
+}
+
+#[test]
+fn shipped_ground_truth_reads_whole() {
+    let t = GroundTruth::load(&shipped()).unwrap();
+    // The README of the data: 2 kernels x 9 variants x 9 workloads, traced and untraced except
+    // the fairness loops (untraced only): 2 x 9 x (7 x 2 + 2) = 288 rows; 60 effect lines.
+    assert_eq!(t.rows.len(), 288);
+    assert_eq!(t.effect_lines, 60);
+    // Every metric of every effect line is one effect (1 to 5 per line).
+    assert_eq!(t.effects.len(), 115);
+    let first = &t.effects[0];
+    assert_eq!(first.key.variant, "NO_PLACE_LAG");
+    assert_eq!(first.key.guest.kernel, "6.12.117");
+    assert_eq!(first.key.workload, "hb_thr_pipe");
+    assert_eq!(first.key.guest.mode, Mode::Traced);
+    assert_eq!(first.metric, "switches_per_op");
+    // The effect's figures agree with the summary's medians (0.081 -> 0.007 in effects.txt).
+    let v = t.row(&first.key).unwrap().metrics["switches_per_op"].median;
+    assert!((v - 0.007).abs() < 0.0005, "{v}");
+}
+
+const HEADER: &str = "set,kernel,preempt,vcpus,variant,workload,mode,n,x_median,x_min,x_max";
+
+#[test]
+fn bad_summary_cells_name_line_and_column() {
+    let e = parse_summary(&format!("{HEADER}\nmain,7.3.4,default,2,default,pp,n,3,1,zero,2\n"), "s.csv").unwrap_err();
+    assert_eq!(e.to_string(), "s.csv:2: x_min: `zero` is not a number");
+    let e = parse_summary(&format!("{HEADER}\nmain,7.3.4,default,2,default,pp,q,3,1,1,1\n"), "s.csv").unwrap_err();
+    assert!(e.to_string().starts_with("s.csv:2: mode:"), "{e}");
+    let e = parse_summary(&format!("{HEADER}\nmain,7.3.4,default,2,default,pp,n,3,3,1,2\n"), "s.csv").unwrap_err();
+    assert!(e.to_string().contains("median is not inside"), "{e}");
+    let e = parse_summary("set,kernel\n", "s.csv").unwrap_err();
+    assert!(e.to_string().contains("no column `preempt`"), "{e}");
+}
+
+#[test]
+fn effect_lines_must_match_a_measured_case() {
+    let rows = parse_summary(
+        "set,kernel,preempt,vcpus,variant,workload,mode,n,switches_per_op_median,switches_per_op_min,switches_per_op_max\n\
+         main,7.3.4,default,2,default,pp,n,3,2,2,2\nmain,7.3.4,default,2,NEXT_BUDDY,pp,n,3,1,1,1\n",
+        "s.csv",
+    )
+    .unwrap();
+    let (effects, lines) = parse_effects("NEXT_BUDDY on 7.3.4, 2 vCPU, pp: sw/op 2 -> 1\n", "e.txt", &rows).unwrap();
+    assert_eq!((effects.len(), lines), (1, 1));
+    let e = parse_effects("NEXT_BUDDY on 7.3.4, 2 vCPU, pp [traced]: sw/op 2 -> 1\n", "e.txt", &rows).unwrap_err();
+    assert_eq!(e.to_string(), "e.txt:1: no summary.csv row for this case");
+    let e = parse_effects("NEXT_BUDDY on 7.3.4, 2 vCPU, pp: invol 2 -> 1\n", "e.txt", &rows).unwrap_err();
+    assert!(e.to_string().contains("no invol_share"), "{e}");
+    let e = parse_effects("NEXT_BUDDY on 7.3.4, 2 vCPU, pp: wobble 2 -> 1\n", "e.txt", &rows).unwrap_err();
+    assert!(e.to_string().contains("unknown metric"), "{e}");
+}
+
+#[test]
+fn a_subset_scores_with_a_fitted_profile() {
+    let t = GroundTruth::load(&shipped()).unwrap();
+    let opts =
+        Options { runs: 1, workloads: Some(vec!["pp".into(), "hb_pipe".into()]), kernels: Some(vec!["7.3.4".into()]) };
+    let f = fidelity::run(t, opts).unwrap();
+    // One profile per measured guest of the subset: untraced and traced.
+    assert_eq!(f.profiles.len(), 2);
+    for p in &f.profiles {
+        // The fit reproduces the two timing cells it was fitted to within 3 %.
+        for (w, real, model) in &p.fit {
+            assert!((model / real - 1.0).abs() < 0.03, "{} {w}: real {real} model {model}", p.guest);
+        }
+        assert!(p.scale > 1.0, "an emulated guest is slower than the model's VM costs");
+    }
+    let s = score::score(&f);
+    // hb_pipe has NEXT_BUDDY, NO_PLACE_LAG, NO_RUN_TO_PARITY and NO_WAKEUP_PREEMPTION effects on 7.3.4.
+    assert!(s.effects.len() >= 10, "{}", s.effects.len());
+    assert!(s.effects.iter().all(|e| e.key.guest.kernel == "7.3.4"));
+    assert!(s.cells.len() >= 40, "{}", s.cells.len());
+    // The scores are counts of the listed cases.
+    let j = score::render_json(&f, &s);
+    assert_eq!(j["effects"]["scored"].as_u64().unwrap() as usize, s.effects.len());
+    assert_eq!(j["effects"]["direction"].as_u64().unwrap() as usize, s.effects.iter().filter(|e| e.direction).count());
+    assert_eq!(j["defaults"]["cells"].as_u64().unwrap() as usize, s.cells.len());
+    // NO_WAKEUP_PREEMPTION takes wakeup preemption away: in the model as in the kernel,
+    // hackbench's involuntary share falls.
+    let nwp = s
+        .effects
+        .iter()
+        .find(|e| {
+            e.key.variant == "NO_WAKEUP_PREEMPTION" && e.metric == "invol_share" && e.key.guest.mode == Mode::Untraced
+        })
+        .unwrap();
+    assert!(nwp.direction, "{nwp:?}");
+    let text = score::render_text(&f, &s);
+    assert!(text.lines().all(|l| l.len() <= 100), "{text}");
+}
+
+#[test]
+fn unknown_selection_is_bad_input() {
+    let t = GroundTruth::load(&shipped()).unwrap();
+    let opts = Options { runs: 1, workloads: Some(vec!["nope".into()]), kernels: None };
+    let e = fidelity::run(t, opts).err().unwrap();
+    assert!(matches!(e, lab::LabError::Input(_)));
+    assert_eq!(
+        fidelity::preset_for("5.10.1").unwrap_err(),
+        "kernel `5.10.1`: schedlab has no preset v5.10 (`schedlab kernels` lists them)"
+    );
+}
