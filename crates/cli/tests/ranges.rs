@@ -69,3 +69,36 @@ fn run_limits_are_checked() {
     refused(&["run", "--duration", "0", "pipe", "-l", "10"], &["--duration"]);
     refused(&["run", "--topology", "smp:4097", "pipe", "-l", "10"], &["smp:4097"]);
 }
+
+/// `analyze` refuses what it cannot analyse, naming the line, instead of reporting zeros.
+#[test]
+fn analyze_refuses_damaged_traces() {
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../trace/tests/fixtures/real-6.18.txt");
+    let real = std::fs::read_to_string(&fixture).unwrap();
+    let (header, events): (Vec<&str>, Vec<&str>) = real.lines().partition(|l| l.starts_with('#'));
+    let reversed: Vec<&str> = header.iter().chain(events.iter().rev()).copied().collect();
+    let huge_cpu = "  a-1 [2147483648] ..... 1.000000: sched_switch: prev_comm=a prev_pid=1 prev_prio=120 \
+                    prev_state=S ==> next_comm=b next_pid=2 next_prio=120\n";
+    let cases = [
+        ("empty.txt", String::new(), vec!["no scheduler events in 0 lines"]),
+        ("comments.txt", "# tracer: nop\n#\n".to_string(), vec!["no scheduler events in 2 lines"]),
+        ("huge-cpu.txt", huge_cpu.to_string(), vec![":1:", "CPU [2147483648] does not exist"]),
+        (
+            "beyond-header.txt",
+            real.replacen("[001]", "[005]", 1),
+            vec!["CPU [5] does not exist (the header says #P:2)"],
+        ),
+        ("reversed.txt", reversed.join("\n"), vec!["goes back before"]),
+        ("bad-state.txt", real.replacen("prev_state=D", "prev_state=Q", 1), vec!["unknown prev_state `Q`"]),
+    ];
+    for (name, text, needles) in cases {
+        let path = temp_file(name, &text);
+        let p = path.to_str().unwrap();
+        let mut needles = needles;
+        needles.push(p);
+        refused(&["analyze", p], &needles);
+    }
+    // The untouched trace still analyses.
+    let o = schedlab(&["analyze", fixture.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
