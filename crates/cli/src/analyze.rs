@@ -39,7 +39,9 @@ pub fn analyze(a: &AnalyzeArgs) -> anyhow::Result<()> {
     let an = match schedtrace::analyze(BufReader::with_capacity(1 << 16, file), filter) {
         Ok(an) => an,
         Err(schedtrace::ParseError::Line { line, message }) => return user(format!("{path}:{line}: {message}")),
-        Err(e) => return Err(e.into()),
+        // Unreadable or empty input is the user's file, not an internal error.
+        Err(e @ schedtrace::ParseError::Empty { .. }) => return user(format!("{path}: {e}")),
+        Err(schedtrace::ParseError::Io { line, source }) => return user(format!("{path}:{line}: {source}")),
     };
     let mut out = std::io::stdout().lock();
     if a.json {

@@ -43,7 +43,10 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
         }
     }
     if !(a.duration > 0.0 && a.duration <= 1e6) {
-        return user(format!("--duration: {} is not a positive number of seconds", a.duration));
+        return user(format!("--duration: {} is not a positive number of seconds (at most 1e6)", a.duration));
+    }
+    if a.max_events == 0 {
+        return user("--max-events: must be at least 1");
     }
     let max_time_ns = wl.duration_ns.unwrap_or((a.duration * 1e9) as u64);
     let setup = SimSetup {

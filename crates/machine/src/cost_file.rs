@@ -30,13 +30,13 @@ pub fn parse_cost_toml(text: &str, origin: &str) -> Result<Vec<(String, u64)>, M
     entries.sort_by_key(|(_, value)| value.span().start);
     let mut overrides = Vec::with_capacity(entries.len());
     for (key, value) in entries {
-        if Costs::KEYS.iter().all(|(known, _)| *known != key) {
+        if let Err(message) = Costs::check_value(&key, *value.get_ref()) {
             let (line, _) = line_column(text, value.span().start);
             return Err(MachineError::Invalid {
                 origin: origin.to_string(),
                 line: Some(line),
                 field: format!("costs.{key}"),
-                message: Costs::unknown_key_message(&key),
+                message,
             });
         }
         overrides.push((key, value.into_inner()));

@@ -29,3 +29,19 @@ fn cost_file_is_read_from_disk() {
     let _ = std::fs::remove_file(&path);
     assert_eq!(overrides.unwrap(), [("ipi_receive_ns".to_string(), 1500)]);
 }
+
+/// A cost beyond one second per operation (or a jitter above 100 %) is refused with its line,
+/// before any run.
+#[test]
+fn out_of_range_costs_name_their_line() {
+    let error = parse_cost_toml("[costs]\nsyscall_ns = 90\ncontext_switch_ns = 1000000001\n", "c.toml").unwrap_err();
+    let message = error.to_string();
+    assert!(
+        matches!(&error, MachineError::Invalid { line: Some(3), field, .. } if field == "costs.context_switch_ns"),
+        "{message}"
+    );
+    assert!(message.contains("0..=1000000000"), "{message}");
+    assert!(parse_cost_toml("[costs]\ncontext_switch_ns = 1000000000\n", "c.toml").is_ok());
+    let error = parse_cost_toml("[costs]\njitter_pct = 101\n", "c.toml").unwrap_err();
+    assert!(matches!(&error, MachineError::Invalid { line: Some(2), .. }), "{error}");
+}

@@ -62,40 +62,44 @@ impl Sysctls {
         self.base_slice_ns.unwrap_or(self.normalized_base_slice_ns * self.factor(ncpus))
     }
 
-    /// Applies one `KEY=VALUE` assignment.
+    /// Applies one `KEY=VALUE` assignment, within the kernel's own bounds.
+    ///
+    /// v7.3.4 exposes `base_slice_ns`, `migration_cost_ns` and `nr_migrate` through
+    /// `debugfs_create_u32()` (kernel/sched/debug.c), so they hold `0..=u32::MAX`; the model
+    /// refuses larger values rather than truncating them as a 64-bit write to the debugfs file
+    /// would. `tunable_scaling` goes through `sched_scaling_write()`, which refuses values from
+    /// `SCHED_TUNABLESCALING_END` (3) on.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
-        let num = || -> Result<u64, ConfigError> {
-            value.trim().parse::<u64>().map_err(|_| ConfigError::BadValue {
-                key: key.to_string(),
-                value: value.to_string(),
-                expected: "a non-negative integer",
-            })
+        let bad =
+            |expected: &'static str| ConfigError::BadValue { key: key.to_string(), value: value.to_string(), expected };
+        let u32_value = || -> Result<u32, ConfigError> {
+            value.trim().parse::<u32>().map_err(|_| bad("an integer in 0..=4294967295 (a debugfs u32)"))
         };
         match key {
-            "base_slice_ns" => self.base_slice_ns = Some(num()?),
-            "migration_cost_ns" => self.migration_cost_ns = num()?,
-            "nr_migrate" => self.nr_migrate = u32::try_from(num()?).unwrap_or(u32::MAX),
+            "base_slice_ns" => match u32_value()? {
+                // debugfs accepts 0; it would end every request at once and stall the model.
+                0 => return Err(bad("a positive slice (1..=4294967295 ns)")),
+                ns => self.base_slice_ns = Some(u64::from(ns)),
+            },
+            "migration_cost_ns" => self.migration_cost_ns = u64::from(u32_value()?),
+            "nr_migrate" => self.nr_migrate = u32_value()?,
             "tunable_scaling" => {
-                self.tunable_scaling = match num()? {
-                    0 => TunableScaling::None,
-                    1 => TunableScaling::Log,
-                    2 => TunableScaling::Linear,
-                    _ => {
-                        return Err(ConfigError::BadValue {
-                            key: key.into(),
-                            value: value.into(),
-                            expected: "0, 1 or 2",
-                        });
-                    }
+                self.tunable_scaling = match value.trim().parse::<u32>() {
+                    Ok(0) => TunableScaling::None,
+                    Ok(1) => TunableScaling::Log,
+                    Ok(2) => TunableScaling::Linear,
+                    _ => return Err(bad("0, 1 or 2")),
                 }
             }
             _ => return Err(ConfigError::UnknownSysctl(key.to_string())),
         }
-        // debugfs accepts any value; zero would end every request at once and stall the model.
-        if self.base_slice_ns == Some(0) {
-            return Err(ConfigError::BadValue { key: key.into(), value: value.into(), expected: "a positive slice" });
-        }
         Ok(())
+    }
+
+    /// `sysctl_sched_migration_cost == -1` as the u32 holds it: every task is cache hot
+    /// (`task_hot()`, fair.c v7.3.4).
+    pub fn migration_cost_always_hot(&self) -> bool {
+        self.migration_cost_ns == u64::from(u32::MAX)
     }
 }
 
@@ -289,6 +293,35 @@ mod tests {
         assert_eq!(s.migration_cost_ns, 0);
         assert!(matches!(s.set("sched_latency_ns", "1"), Err(ConfigError::UnknownSysctl(_))));
         assert!(matches!(s.set("migration_cost_ns", "-1"), Err(ConfigError::BadValue { .. })));
+    }
+
+    /// The debugfs files are u32: the largest value is taken as written, one more is refused
+    /// (not wrapped or truncated), and so are zero slices and scaling modes from 3 on.
+    #[test]
+    fn sysctls_hold_the_kernels_ranges() {
+        let mut s = Sysctls::v7_3();
+        s.set("base_slice_ns", "4294967295").unwrap();
+        assert_eq!(s.base_slice(4), 4_294_967_295);
+        s.set("migration_cost_ns", "4294967295").unwrap();
+        assert!(s.migration_cost_always_hot());
+        s.set("nr_migrate", "4294967295").unwrap();
+        assert_eq!(s.nr_migrate, u32::MAX);
+        let before = s.clone();
+        for (key, value) in [
+            ("base_slice_ns", "4294967296"),
+            ("base_slice_ns", "9223372036854775807"),
+            ("base_slice_ns", "18446744073709551615"),
+            ("base_slice_ns", "0"),
+            ("migration_cost_ns", "4294967296"),
+            ("nr_migrate", "99999999999"),
+            ("tunable_scaling", "3"),
+            ("tunable_scaling", "-1"),
+        ] {
+            let err = s.set(key, value).expect_err(value);
+            assert!(matches!(err, ConfigError::BadValue { .. }), "{key}={value}: {err}");
+            assert!(err.to_string().contains(key), "{err}");
+        }
+        assert_eq!(s, before, "a refused value changes nothing");
     }
 
     #[test]

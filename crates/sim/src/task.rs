@@ -44,8 +44,13 @@ pub enum Step {
 pub enum AfterKernel {
     /// Return to user mode (e.g. after a context switch, or a syscall that does not block).
     Return,
-    /// Block in an hrtimer sleep that expires in `[soft, soft + slack]`.
-    Sleep { soft: u64 },
+    /// Block in a relative hrtimer sleep (`nanosleep()`, `HRTIMER_MODE_REL`): the timer
+    /// expires `ns` after it is started, which is at the end of the syscall entry — later than
+    /// planned if the task was preempted in between — within `[start + ns, start + ns + slack]`.
+    SleepFor { ns: u64 },
+    /// Block in an absolute hrtimer sleep (`clock_nanosleep(TIMER_ABSTIME)`) that expires in
+    /// `[soft, soft + slack]`; `soft` may have passed by the time the timer is started.
+    SleepUntil { soft: u64 },
     /// `sched_yield()`.
     Yield,
     /// `do_exit()`.

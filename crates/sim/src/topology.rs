@@ -21,6 +21,11 @@ use crate::ipc::IpcCosts;
 /// takes a few megabytes, because spans and group lists are interned (see [`Domains`]).
 pub const MAX_CPUS: u32 = 4096;
 
+/// The largest cost a single kernel operation may be given. No measured cost comes near a
+/// second (the deepest idle exits are below a millisecond), and the bound keeps every sum of
+/// costs over a run far from `u64` overflow.
+pub const MAX_COST_NS: u64 = 1_000_000_000;
+
 /// The SLIT distance of a node to itself (`LOCAL_DISTANCE` in the kernel).
 pub const LOCAL_DISTANCE: u32 = 10;
 
@@ -319,9 +324,27 @@ impl Costs {
         self.values().iter().find(|(name, _)| *name == key).map(|&(_, value)| value)
     }
 
+    /// Checks a value for a parameter without setting it: the key must exist, a cost must be
+    /// at most [`MAX_COST_NS`] and `jitter_pct` at most 100.
+    pub fn check_value(key: &str, value: u64) -> Result<(), String> {
+        if Costs::KEYS.iter().all(|(known, _)| *known != key) {
+            return Err(Costs::unknown_key_message(key));
+        }
+        if key == "jitter_pct" {
+            if value > 100 {
+                return Err(format!("jitter_pct: {value} is more than 100 %"));
+            }
+        } else if value > MAX_COST_NS {
+            return Err(format!("{key}: {value} ns is outside 0..={MAX_COST_NS} (one second per operation)"));
+        }
+        Ok(())
+    }
+
     /// Overrides one parameter. An unknown key is an error that lists the known ones, so a typo
-    /// on the command line or in a file never passes silently.
+    /// on the command line or in a file never passes silently; so is a value outside
+    /// [`Costs::check_value`]'s range.
     pub fn set(&mut self, key: &str, value_ns: u64) -> Result<(), String> {
+        Costs::check_value(key, value_ns)?;
         let slot = match key {
             "syscall_ns" => &mut self.syscall_ns,
             "context_switch_ns" => &mut self.context_switch_ns,
@@ -351,7 +374,6 @@ impl Costs {
             "poll_ns" => &mut self.ipc.poll_ns,
             "spawn_ns" => &mut self.ipc.spawn_ns,
             "wait_ns" => &mut self.ipc.wait_ns,
-            "jitter_pct" if value_ns > 100 => return Err(format!("jitter_pct: {value_ns} is more than 100 %")),
             "jitter_pct" => &mut self.jitter_pct,
             _ => return Err(Costs::unknown_key_message(key)),
         };
@@ -1903,6 +1925,21 @@ fn arm64_server_costs(llc_ns: u64, cross_llc_ns: u64, cross_node_ns: u64) -> Cos
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Costs are bounded where they are set: one second per operation, 100 % jitter.
+    #[test]
+    fn costs_are_range_checked() {
+        let mut c = Costs::x86_server();
+        c.set("context_switch_ns", MAX_COST_NS).unwrap();
+        assert_eq!(c.context_switch_ns, MAX_COST_NS);
+        for (key, value) in [("context_switch_ns", MAX_COST_NS + 1), ("wait_ns", u64::MAX), ("jitter_pct", 101)] {
+            let err = c.set(key, value).expect_err(key);
+            assert!(err.starts_with(key), "{err}");
+        }
+        assert_eq!(c.context_switch_ns, MAX_COST_NS, "a refused value changes nothing");
+        assert_eq!(c.ipc.wait_ns, Costs::x86_server().ipc.wait_ns);
+        assert!(Costs::check_value("no_such_ns", 1).unwrap_err().contains("unknown cost key"));
+    }
 
     fn levels(domains: &Domains, cpu: u32) -> Vec<String> {
         domains.of(cpu).iter().map(|sd| sd.level.to_string()).collect()

@@ -362,6 +362,9 @@ pub fn analyze<R: BufRead>(reader: R, filter: Filter) -> Result<Analysis, ParseE
     for r in records.by_ref() {
         an.record(&r?);
     }
+    if an.records == 0 {
+        return Err(ParseError::Empty { lines: records.lines() });
+    }
     Ok(an.finish(records.nr_cpus()))
 }
 

@@ -8,6 +8,14 @@
 //! lines are skipped too. Anything else that is not an event line is an error naming the line.
 //!
 //! Task names may contain spaces (`lto cgu.1-25497`): a value runs until the next ` key=`.
+//!
+//! The reader also checks what an analysis relies on, so that a damaged or edited trace is an
+//! error naming its line rather than a report of zeros: CPU numbers below the `#P:`/`cpus=`
+//! header's count (and below [`MAX_TRACE_CPUS`] without one); timestamps that never go
+//! backwards (both the kernel's `trace` file and `trace-cmd report` merge the per-CPU buffers in
+//! time order); on each CPU, a `sched_switch` whose `prev` is the task the previous switch put
+//! there (unless ftrace reported lost events in between); and a `prev_state` the kernel's
+//! `sched_switch` format can print.
 
 use std::io::{self, BufRead};
 
@@ -117,11 +125,21 @@ pub struct Record {
     pub event: Event,
 }
 
+/// The most CPUs a trace may name: the largest `CONFIG_NR_CPUS` Linux builds with
+/// (`NR_CPUS_RANGE_END` on x86-64 with `MAXSMP`). It bounds what a trace line can make the
+/// analysis allocate.
+pub const MAX_TRACE_CPUS: u32 = 8192;
+
 /// A line that could not be read, with its 1-based number.
 #[derive(Debug, Error)]
 pub enum ParseError {
     #[error("line {line}: {message}")]
     Line { line: u64, message: String },
+    /// The whole input held no scheduler event: nothing to analyse.
+    #[error(
+        "no scheduler events in {lines} lines (record sched_switch, sched_waking, sched_wakeup and sched_migrate_task)"
+    )]
+    Empty { lines: u64 },
     #[error("line {line}: {source}")]
     Io {
         line: u64,
@@ -134,13 +152,14 @@ impl ParseError {
     pub fn line(&self) -> u64 {
         match self {
             ParseError::Line { line, .. } | ParseError::Io { line, .. } => *line,
+            ParseError::Empty { lines } => *lines,
         }
     }
 }
 
 /// Reads ftrace text as a stream of [`Record`]s. Memory holds one line at a time.
 pub fn read_ftrace_text<R: BufRead>(reader: R) -> FtraceTextReader<R> {
-    FtraceTextReader { reader, buf: Vec::new(), line: 0, nr_cpus: None, done: false }
+    FtraceTextReader { reader, buf: Vec::new(), line: 0, nr_cpus: None, done: false, last_ts: None, curr: Vec::new() }
 }
 
 pub struct FtraceTextReader<R> {
@@ -149,6 +168,10 @@ pub struct FtraceTextReader<R> {
     line: u64,
     nr_cpus: Option<u32>,
     done: bool,
+    /// The latest timestamp so far and its line.
+    last_ts: Option<(u64, u64)>,
+    /// Per CPU: the pid the last `sched_switch` put there, and that line.
+    curr: Vec<Option<(u32, u64)>>,
 }
 
 impl<R> FtraceTextReader<R> {
@@ -156,6 +179,11 @@ impl<R> FtraceTextReader<R> {
     /// `cpus=N` in trace-cmd's), once read.
     pub fn nr_cpus(&self) -> Option<u32> {
         self.nr_cpus
+    }
+
+    /// Lines read so far.
+    pub fn lines(&self) -> u64 {
+        self.line
     }
 }
 
@@ -181,19 +209,119 @@ impl<R: BufRead> Iterator for FtraceTextReader<R> {
             let text = text.trim_end_matches(['\n', '\r']);
             let line = self.line;
             if let Some(n) = header_cpus(text) {
+                if !(1..=MAX_TRACE_CPUS).contains(&n) {
+                    self.done = true;
+                    let message = format!("the header's CPU count {n} is outside 1..={MAX_TRACE_CPUS}");
+                    return Some(Err(ParseError::Line { line, message }));
+                }
                 self.nr_cpus = Some(n);
                 continue;
             }
-            match parse_line(text) {
+            if text.contains("[LOST") && text.contains("EVENTS]") {
+                // A buffer overrun: the switch chain of every CPU starts afresh.
+                self.curr.iter_mut().for_each(|c| *c = None);
+                continue;
+            }
+            let parsed = parse_line(text).map(|parsed| {
+                parsed.map(|(ts_ns, cpu, comm, pid, event)| Record {
+                    line,
+                    ts_ns,
+                    cpu,
+                    comm: comm.to_string(),
+                    pid,
+                    event,
+                })
+            });
+            let result = parsed.and_then(|record| match record {
+                None => Ok(None),
+                Some(record) => self.check(&record).map(|()| Some(record)),
+            });
+            match result {
                 Ok(None) => continue,
-                Ok(Some((ts_ns, cpu, comm, pid, event))) => {
-                    return Some(Ok(Record { line, ts_ns, cpu, comm: comm.to_string(), pid, event }));
+                Ok(Some(record)) => return Some(Ok(record)),
+                Err(message) => {
+                    self.done = true;
+                    return Some(Err(ParseError::Line { line, message }));
                 }
-                Err(message) => return Some(Err(ParseError::Line { line, message })),
             }
         }
         None
     }
+}
+
+impl<R> FtraceTextReader<R> {
+    /// The checks of the module documentation, on one decoded record.
+    fn check(&mut self, r: &Record) -> Result<(), String> {
+        let limit = self.nr_cpus.unwrap_or(MAX_TRACE_CPUS);
+        let bound = match self.nr_cpus {
+            Some(n) => format!("the header says #P:{n}"),
+            None => format!("at most {MAX_TRACE_CPUS} CPUs"),
+        };
+        let cpus: &[(&str, u32)] = match &r.event {
+            Event::Waking { target_cpu, .. }
+            | Event::Wakeup { target_cpu, .. }
+            | Event::WakeupNew { target_cpu, .. } => &[("CPU", r.cpu), ("target_cpu", *target_cpu)],
+            Event::Migrate { orig_cpu, dest_cpu, .. } => {
+                &[("CPU", r.cpu), ("orig_cpu", *orig_cpu), ("dest_cpu", *dest_cpu)]
+            }
+            Event::Placement { prev_cpu, target_cpu, .. } => {
+                &[("CPU", r.cpu), ("prev_cpu", *prev_cpu), ("target_cpu", *target_cpu)]
+            }
+            _ => &[("CPU", r.cpu)],
+        };
+        if let Some((what, cpu)) = cpus.iter().find(|(_, cpu)| *cpu >= limit) {
+            let what = if *what == "CPU" { format!("CPU [{cpu}]") } else { format!("{} {what}={cpu}", r.event.name()) };
+            return Err(format!("{what} does not exist ({bound})"));
+        }
+        if let Some((last, at)) = self.last_ts
+            && r.ts_ns < last
+        {
+            return Err(format!(
+                "timestamp {} goes back before {} of line {at}; the trace must be in time order",
+                secs(r.ts_ns),
+                secs(last)
+            ));
+        }
+        self.last_ts = Some((r.ts_ns, r.line));
+        if let Event::Switch { prev, prev_state, next } = &r.event {
+            if !valid_prev_state(prev_state) {
+                return Err(format!(
+                    "sched_switch: unknown prev_state `{prev_state}` (expected R, R+ or |-joined S D T t X Z P I, optionally +)"
+                ));
+            }
+            let i = r.cpu as usize;
+            if i >= self.curr.len() {
+                self.curr.resize(i + 1, None);
+            }
+            if let Some((pid, at)) = self.curr[i]
+                && pid != prev.pid
+            {
+                return Err(format!(
+                    "sched_switch on CPU {}: prev_pid={} but line {at} switched pid {pid} in; events are out of order",
+                    r.cpu, prev.pid
+                ));
+            }
+            self.curr[i] = Some((next.pid, r.line));
+        }
+        Ok(())
+    }
+}
+
+fn secs(ns: u64) -> String {
+    format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
+}
+
+/// What `sched_switch` prints for `prev_state` (include/trace/events/sched.h): `R` when no
+/// state bit is set, else the set bits' letters joined by `|` (left-over bits in hex), then
+/// `+` when the task was preempted. `K`, `W`, `N` and `x` are the letters of older kernels.
+fn valid_prev_state(state: &str) -> bool {
+    let flags = state.strip_suffix('+').unwrap_or(state);
+    flags == "R"
+        || (!flags.is_empty()
+            && flags.split('|').all(|f| {
+                matches!(f, "S" | "D" | "T" | "t" | "X" | "Z" | "P" | "I" | "K" | "W" | "N" | "x")
+                    || f.strip_prefix("0x").is_some_and(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit()))
+            }))
 }
 
 /// `#P:N` in a comment, or trace-cmd's `cpus=N` line.
@@ -536,5 +664,66 @@ mod tests {
         let mut r = read_ftrace_text(text.as_bytes());
         assert!(r.next().is_none());
         assert_eq!(r.nr_cpus(), Some(4));
+    }
+
+    fn first_error(text: &str) -> String {
+        match read_ftrace_text(text.as_bytes()).find_map(Result::err) {
+            Some(e) => e.to_string(),
+            None => panic!("no error in {text}"),
+        }
+    }
+
+    const SW: &str =
+        "sched_switch: prev_comm=a prev_pid=1 prev_prio=120 prev_state=S ==> next_comm=b next_pid=2 next_prio=120";
+
+    /// A CPU number the header rules out, or beyond any kernel, is an error at its line (the
+    /// analysis would otherwise size per-CPU tables by it).
+    #[test]
+    fn cpus_beyond_the_header_or_any_kernel_are_refused() {
+        let e = first_error(&format!("#P:2\n  a-1 [002] ..... 1.000000: {SW}\n"));
+        assert_eq!(e, "line 2: CPU [2] does not exist (the header says #P:2)");
+        let e = first_error(&format!("  a-1 [2147483648] ..... 1.000000: {SW}\n"));
+        assert_eq!(e, "line 1: CPU [2147483648] does not exist (at most 8192 CPUs)");
+        let e = first_error("#P:4\n  a-1 [000] ..... 1.0: sched_waking: comm=b pid=2 prio=120 target_cpu=007\n");
+        assert_eq!(e, "line 2: sched_waking target_cpu=7 does not exist (the header says #P:4)");
+        assert!(first_error("# entries #P:0\n").starts_with("line 1: the header's CPU count 0"));
+    }
+
+    #[test]
+    fn timestamps_going_backwards_are_refused() {
+        let text = format!("  a-1 [000] ..... 2.000000: {SW}\n  b-2 [001] ..... 1.500000: {SW}\n");
+        assert_eq!(
+            first_error(&text),
+            "line 2: timestamp 1.500000000 goes back before 2.000000000 of line 1; the trace must be in time order"
+        );
+    }
+
+    /// Reversed lines at one timestamp show as a switch chain that does not hold; a lost-events
+    /// marker restarts the chain.
+    #[test]
+    fn a_switch_must_take_off_the_task_the_last_one_put_on() {
+        let back =
+            "sched_switch: prev_comm=b prev_pid=2 prev_prio=120 prev_state=S ==> next_comm=a next_pid=1 next_prio=120";
+        let ok = format!("  a-1 [000] ..... 1.0: {SW}\n  b-2 [000] ..... 1.0: {back}\n");
+        assert!(read_ftrace_text(ok.as_bytes()).all(|r| r.is_ok()));
+        let reversed = format!("  a-1 [000] ..... 1.0: {SW}\n  a-1 [000] ..... 1.0: {SW}\n");
+        assert_eq!(
+            first_error(&reversed),
+            "line 2: sched_switch on CPU 0: prev_pid=1 but line 1 switched pid 2 in; events are out of order"
+        );
+        let lost = format!("  a-1 [000] ..... 1.0: {SW}\nCPU:0 [LOST 12 EVENTS]\n  a-1 [000] ..... 1.0: {SW}\n");
+        assert!(read_ftrace_text(lost.as_bytes()).all(|r| r.is_ok()));
+    }
+
+    #[test]
+    fn prev_state_must_be_one_the_kernel_prints() {
+        for good in ["R", "R+", "S", "D", "S|D", "I", "X", "Z", "T", "t", "P", "D+", "S|0x400"] {
+            assert!(valid_prev_state(good), "{good}");
+        }
+        for bad in ["", "Q", "R|S", "S|", "+", "sleeping", "0x", "R++"] {
+            assert!(!valid_prev_state(bad), "{bad}");
+        }
+        let text = SW.replace("prev_state=S", "prev_state=Q");
+        assert!(first_error(&format!("  a-1 [000] ..... 1.0: {text}\n")).contains("unknown prev_state `Q`"));
     }
 }

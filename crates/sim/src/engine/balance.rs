@@ -409,6 +409,9 @@ impl Sim {
         if self.params.feat(Feature::CACHE_HOT_BUDDY) && dst_busy && self.rqs[src as usize].cfs.next == Some(p) {
             return true;
         }
+        if self.cfg.sysctl.migration_cost_always_hot() {
+            return true;
+        }
         let exec_start = self.ents[p.idx()].exec_start;
         exec_start != 0 && self.now.saturating_sub(exec_start) < self.cfg.sysctl.migration_cost_ns
     }

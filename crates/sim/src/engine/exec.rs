@@ -101,7 +101,13 @@ impl Sim {
     fn after_kernel(&mut self, cpu: u32, t: TaskId, then: AfterKernel) -> bool {
         match then {
             AfterKernel::Return => !self.return_to_user(cpu),
-            AfterKernel::Sleep { soft } => {
+            AfterKernel::SleepFor { ns } => {
+                let slack = self.specs[self.tasks[t.idx()].spec as usize].timer_slack_ns;
+                self.arm_sleep_timer(cpu, t, self.now.saturating_add(ns), slack);
+                self.schedule(cpu, Switch::Block);
+                false
+            }
+            AfterKernel::SleepUntil { soft } => {
                 let slack = self.specs[self.tasks[t.idx()].spec as usize].timer_slack_ns;
                 self.arm_sleep_timer(cpu, t, soft, slack);
                 self.schedule(cpu, Switch::Block);
@@ -172,9 +178,7 @@ impl Sim {
         }
         task.step = match op {
             Op::Run { ns } => Step::User { remaining: ns + std::mem::take(&mut task.cache_debt_ns) },
-            Op::Sleep { ns } => {
-                Step::Kernel { remaining: syscall, then: AfterKernel::Sleep { soft: now + syscall + ns } }
-            }
+            Op::Sleep { ns } => Step::Kernel { remaining: syscall, then: AfterKernel::SleepFor { ns } },
             Op::Timer { slot, period_ns, absolute } => {
                 let slot = slot as usize;
                 let next = match task.timer_next[slot] {
@@ -184,7 +188,7 @@ impl Sim {
                 let wake = syscall + now;
                 if next > wake {
                     task.timer_next[slot] = Some(next);
-                    Step::Kernel { remaining: syscall, then: AfterKernel::Sleep { soft: next } }
+                    Step::Kernel { remaining: syscall, then: AfterKernel::SleepUntil { soft: next } }
                 } else {
                     // Late: rt-app does not sleep; relative timers restart from now.
                     task.timer_next[slot] = Some(if absolute { next } else { now });

@@ -125,13 +125,20 @@ impl Sim {
     }
 
     /// Arms an hrtimer sleep of `t` on `cpu`: soft expiry `soft`, hard `soft + slack`.
+    ///
+    /// An absolute expiry may already have passed when the timer is started (the task was
+    /// preempted in its syscall after it checked the time). `hrtimer_start_range_ns()` then
+    /// still enqueues it and the clock event is programmed for the earliest expiry, which the
+    /// clockevents layer raises to its minimum delta (kernel/time/hrtimer.c, clockevents.c),
+    /// so the timer interrupt comes at once, not in the past.
     pub(super) fn arm_sleep_timer(&mut self, cpu: u32, t: TaskId, soft: u64, slack: u64) {
         let task = &mut self.tasks[t.idx()];
         task.timer_gen = task.timer_gen.wrapping_add(1);
         let generation = task.timer_gen;
         self.timer_seq += 1;
         self.rqs[cpu as usize].timers.insert((soft, self.timer_seq), (t, generation));
-        self.queue.push(Nanos(soft + slack), Ev::TimerHard { cpu, task: t, generation });
+        let hard = soft.saturating_add(slack).max(self.now);
+        self.queue.push(Nanos(hard), Ev::TimerHard { cpu, task: t, generation });
     }
 
     /// A timer interrupt on `cpu`: every sleep whose soft expiry has passed is woken, in
@@ -152,5 +159,41 @@ impl Sim {
             let waker = self.rqs[cpu as usize].curr;
             self.try_to_wake_up(t, 0, cpu, waker, false);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Ev, Sim, SimSetup};
+    use crate::config::{Limits, SchedConfig};
+    use crate::program::{Op, TaskSpec};
+    use crate::task::TaskId;
+    use crate::topology::Topology;
+
+    fn hard_expiries(sim: &mut Sim) -> Vec<u64> {
+        std::iter::from_fn(|| sim.queue.pop())
+            .filter_map(|(at, ev)| matches!(ev, Ev::TimerHard { .. }).then_some(at.0))
+            .collect()
+    }
+
+    /// A sleep whose hard expiry has passed when it is armed is posted for now, never for a
+    /// time the event loop has left behind; one still ahead keeps its hard expiry.
+    #[test]
+    fn a_sleep_armed_after_its_hard_expiry_fires_now() {
+        let setup = SimSetup {
+            sched: SchedConfig::v7_3(),
+            topology: Topology::smp(1),
+            seed: 1,
+            limits: Limits { max_events: 1_000, max_time_ns: 10_000_000 },
+            tasks: vec![TaskSpec::new("sleeper", vec![Op::Sleep { ns: 1_000 }])],
+            objects: vec![],
+            check_invariants: false,
+        };
+        let mut sim = Sim::new(setup).expect("valid setup");
+        sim.now = 1_000_000;
+        sim.arm_sleep_timer(0, TaskId(0), 200_000, 50_000);
+        assert_eq!(hard_expiries(&mut sim), [1_000_000]);
+        sim.arm_sleep_timer(0, TaskId(0), 980_000, 50_000);
+        assert_eq!(hard_expiries(&mut sim), [1_030_000]);
     }
 }
