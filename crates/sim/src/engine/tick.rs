@@ -131,7 +131,9 @@ impl Sim {
         let generation = task.timer_gen;
         self.timer_seq += 1;
         self.rqs[cpu as usize].timers.insert((soft, self.timer_seq), (t, generation));
-        self.queue.push(Nanos(soft + slack), Ev::TimerHard { cpu, task: t, generation });
+        // A task preempted inside the syscall may arm an expiry already past (the kernel's
+        // hrtimer then fires at once): the hard expiry is never before now.
+        self.queue.push(Nanos((soft + slack).max(self.now)), Ev::TimerHard { cpu, task: t, generation });
     }
 
     /// A timer interrupt on `cpu`: every sleep whose soft expiry has passed is woken, in
