@@ -141,11 +141,11 @@ pub(crate) fn lab_err(e: LabError) -> anyhow::Error {
     }
 }
 
-/// `schedlab kernels`: one line per preset.
+/// `schedlab kernels`: one line per preset, with the source its switches were checked against.
 pub fn kernels() -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     for k in sim::kernel::KERNELS {
-        writeln!(out, "{:<10} {}", k.name, k.summary)?;
+        writeln!(out, "{:<10} {} [source: {}]", k.name, k.summary, k.source)?;
     }
     Ok(())
 }

@@ -46,6 +46,9 @@ pub fn sched_config(a: &SimArgs) -> anyhow::Result<SchedConfig> {
             Some(m) => cfg.preempt = m,
             None => return user(format!("--preempt: `{p}` is not one of none, voluntary, full, lazy")),
         }
+        if let Err(e) = cfg.check_preempt() {
+            return user(format!("--preempt: {e}"));
+        }
     }
     if let Some(hz) = a.hz {
         if !(24..=10_000).contains(&hz) {

@@ -43,6 +43,14 @@ fn version_key(text: &str) -> Option<(u32, Option<u32>)> {
     Some((major * 20 + minor, rc))
 }
 
+/// The third number of `major.minor.patch`, if the text has one.
+fn patch_level(text: &str) -> Option<u32> {
+    let dotted = text.trim().trim_start_matches('v').split('-').next()?;
+    let third = dotted.split('.').nth(2)?;
+    let digits: String = third.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
 /// Maps a kernel release string (`uname -r`, e.g. `6.18.44-fc-v595`) onto the nearest of
 /// `presets` (names such as `v6.18`, `v6.19-rc6`). Exact: same major.minor and, for an `-rc`
 /// preset, the same rc. Otherwise the nearest by version distance, ties going to the newer
@@ -60,8 +68,19 @@ pub fn preset_for_release(release: &str, presets: &[&'static str]) -> Result<Ker
     let mut best: Option<(i64, i64, &'static str, bool)> = None;
     for &name in presets {
         let Some((po, prc)) = version_key(name) else { continue };
+        // A preset naming a patch level (`v6.12.0`, upstream before the stable backports)
+        // stands for that release only; a series' other releases map to the series' preset.
+        // It also beats the series' preset when the release is exactly it.
+        let level = patch_level(name);
+        if level.is_some() && patch_level(release) != level {
+            continue;
+        }
         let there = pos(po, prc);
         let exact = po == ord && prc == rc;
+        if exact && level.is_some() {
+            best = Some((0, there, name, true));
+            break;
+        }
         let dist = (there - here).abs();
         let better = match best {
             None => true,
@@ -243,6 +262,10 @@ mod tests {
         assert_eq!(k.version, "6.17");
         assert!(k.note().unwrap().contains("nearest, v6.18"));
         assert!(preset_for_release("6.18", PRESETS).unwrap().note().is_none());
+        // v6.12.0 is upstream 6.12.0 only; every 6.12.y maps to the LTS preset.
+        let with_0 = ["v6.12", "v6.12.0", "v7.3"];
+        assert_eq!(preset_for_release("6.12.117-amd64", &with_0).unwrap().preset, "v6.12");
+        assert_eq!(preset_for_release("6.12.0", &with_0).unwrap().preset, "v6.12.0");
         assert!(preset_for_release("banana", PRESETS).is_err());
     }
 

@@ -187,8 +187,24 @@ pub struct Behavior {
     pub wa_idle_ignore_delayed: bool,
     /// Unmerged: keep the waker CPU for reciprocal sync wakeups on non-SMT systems (§6.5).
     pub sync_reciprocal_waker_cpu: bool,
-    /// Kernels before ≈6.13 have no lazy preemption: every fair reschedule is a full one.
+    /// Kernels before 6.13 have no lazy preemption (no `preempt=lazy`, and every
+    /// `resched_curr_lazy` is a full request).
     pub has_lazy: bool,
+    /// Up to 6.19, x86-64 offers `preempt=none` and `voluntary`; 7.0 (7dadeaa6e851, "Further
+    /// restrict the preemption modes") leaves architectures with lazy support only full and lazy
+    /// (7.2.12/7.3.4 core.c `sched_dynamic_mode`).
+    pub has_none_voluntary: bool,
+    /// 7.2+: curr is charged (`update_curr`) before a delayed task is requeued at wakeup;
+    /// up to 6.19 `requeue_delayed_entity` runs against a V without curr's latest runtime
+    /// (6.12.117 fair.c l.6984, 7.2.12 l.7995, 7.3.4 l.8237).
+    pub requeue_updates_curr: bool,
+    /// The first proportional newidle form (33cf66d88306, 6.19, backported to 6.12.y and
+    /// 6.18.y): NI_RANDOM always rolls the die and the success ratio is not clamped to 1024.
+    /// 7.0 (9fe89f022c05) adds NI_RATE, the clamp and the `ratio < 1024` short-circuit.
+    pub newidle_always_roll: bool,
+    /// `yield_task_fair` forfeits the request (`vruntime = deadline`, 79104becf42b, 6.19,
+    /// backported to 6.12.y and 6.18.y); before, it pushed the deadline one slice further.
+    pub yield_forfeits_vruntime: bool,
 }
 
 impl Behavior {
@@ -205,6 +221,10 @@ impl Behavior {
             wa_idle_ignore_delayed: true,
             sync_reciprocal_waker_cpu: false,
             has_lazy: true,
+            has_none_voluntary: false,
+            requeue_updates_curr: true,
+            newidle_always_roll: false,
+            yield_forfeits_vruntime: true,
         }
     }
 }
@@ -233,6 +253,41 @@ impl SchedConfig {
             preempt: PreemptModel::Lazy,
         }
     }
+    /// Whether this kernel offers its preemption model (`sched_dynamic_mode()`, core.c); the
+    /// error names the model and the ones the kernel has.
+    pub fn check_preempt(&self) -> Result<(), String> {
+        let offered = match self.preempt {
+            PreemptModel::None | PreemptModel::Voluntary => self.behavior.has_none_voluntary,
+            PreemptModel::Full => true,
+            PreemptModel::Lazy => self.behavior.has_lazy,
+        };
+        if offered {
+            return Ok(());
+        }
+        let have: Vec<&str> = [PreemptModel::None, PreemptModel::Voluntary, PreemptModel::Full, PreemptModel::Lazy]
+            .into_iter()
+            .filter(|m| match m {
+                PreemptModel::None | PreemptModel::Voluntary => self.behavior.has_none_voluntary,
+                PreemptModel::Full => true,
+                PreemptModel::Lazy => self.behavior.has_lazy,
+            })
+            .map(PreemptModel::name)
+            .collect();
+        Err(format!(
+            "{} does not offer preempt={} on x86-64 (it has: {})",
+            self.kernel,
+            self.preempt.name(),
+            have.join(", ")
+        ))
+    }
+
+    /// Whether `resched_curr_lazy()` sets TIF_NEED_RESCHED_LAZY: only under preempt=lazy
+    /// (`dynamic_preempt_lazy()`, core.c v7.3.4 `get_lazy_tif_bit`); otherwise it is a full
+    /// request.
+    pub fn lazy_resched(&self) -> bool {
+        self.behavior.has_lazy && self.preempt == PreemptModel::Lazy
+    }
+
     /// `TICK_NSEC`: `(NSEC_PER_SEC + HZ/2) / HZ`.
     pub fn tick_nsec(&self) -> u64 {
         (1_000_000_000 + u64::from(self.hz) / 2) / u64::from(self.hz)

@@ -11,10 +11,12 @@ use crate::config::{Behavior, LagClamp, PreemptModel, ProtectVariant, SchedConfi
 use crate::fair::weight::CalcDelta;
 use crate::features::{Feature, FeatureSet};
 
-/// A kernel preset: its name and what defines it.
+/// A kernel preset: its name, what defines it, and the source its switches were checked against.
 pub struct KernelPreset {
     pub name: &'static str,
     pub summary: &'static str,
+    /// The kernel source the preset's switches were checked against, or what they rest on.
+    pub source: &'static str,
     build: fn() -> SchedConfig,
 }
 
@@ -24,48 +26,68 @@ impl KernelPreset {
     }
 }
 
-/// The presets, oldest first. v7.3 is the default.
+/// The presets, oldest first, as distributions ship them (a stable release where a stable
+/// series carries backports: `v6.12` is the 6.12 LTS); `v6.12.0` is upstream 6.12.0. v7.3 is the
+/// default.
 pub const KERNELS: &[KernelPreset] = &[
     KernelPreset {
         name: "v6.12",
-        summary: "complete EEVDF: DELAY_DEQUEUE, PREEMPT_SHORT, PLACE_REL_DEADLINE; 0.75 ms base slice, whole-request run-to-parity, no lazy preemption, multiply-shift calc_delta",
+        summary: "6.12 LTS as shipped (6.12.117): complete EEVDF, 0.70 ms base slice, whole-request run-to-parity (marker at every pick), wake_affine_idle delayed-task fix, NI_RANDOM (always rolls), forfeiting yield, no lazy preemption, multiply-shift calc_delta",
+        source: "checked: Debian linux-source-6.12 (6.12.117) fair.c, features.h, core.c",
         build: v6_12,
     },
     KernelPreset {
+        name: "v6.12.0",
+        summary: "upstream 6.12.0: 0.75 ms base slice, delayed tasks counted in wake_affine_idle, no proportional newidle balance, yield pushes the deadline a slice",
+        source: "from 6.12.117 minus the backports named in their upstream commits (aa3ee4f0b754, 33cf66d88306, 79104becf42b, the 0.70 ms slice); tree not checked",
+        build: v6_12_0,
+    },
+    KernelPreset {
         name: "v6.16",
-        summary: "0.70 ms base slice (6.15); wake_affine_idle ignores delayed tasks (aa3ee4f0b754)",
+        summary: "0.70 ms base slice (6.15); wake_affine_idle ignores delayed tasks (aa3ee4f0b754); 6.12 protection form; yield pushes the deadline",
+        source: "not checked against a 6.16 tree: 6.12.117 code plus the upstream commits named",
         build: v6_16,
     },
     KernelPreset {
         name: "v6.18",
-        summary: "vprot slice protection bounded by the shortest slice (6.17); NI_RANDOM newidle balance; old NEXT_BUDDY (off)",
+        summary: "6.18 LTS as shipped: vprot slice protection bounded by the shortest slice (6.17); NI_RANDOM (always rolls) and forfeiting yield (stable backports); old NEXT_BUDDY (off); multiply-shift calc_delta",
+        source: "not checked against a 6.18 tree: 6.12.117/7.2.12 code, commit dates of 33cf66d88306, 79104becf42b, 9fe89f022c05; host 6.18.44 measurements",
         build: v6_18,
     },
     KernelPreset {
         name: "v6.19-rc6",
         summary: "NEXT_BUDDY reimplementation enabled (e837456fdca8, aceccac58ad7) and forced wakeup preemption of an ineligible waker",
+        source: "not checked against a tree: the v6.19 preset plus the two commits",
         build: v6_19_rc6,
     },
     KernelPreset {
         name: "v6.19",
-        summary: "reimplementation kept, NEXT_BUDDY off again (4f70f106bca1) and forced preemption reverted (15257cc2f905); zero_vruntime",
+        summary: "reimplementation kept, NEXT_BUDDY off again (4f70f106bca1) and forced preemption reverted (15257cc2f905); zero_vruntime; multiply-shift calc_delta",
+        source: "not checked against a 6.19 tree: 7.2.12 code minus the 7.0 changes dated by their tip commits (NI_RATE 9fe89f022c05, 64-bit calc_delta division)",
         build: v6_19,
     },
     KernelPreset {
         name: "v7.2",
         summary: "HRTICK on, full-resolution avg_vruntime weights, buddy only with protect (78cde54ea5f0), NI_RATE; 6.19-7.2 wakeup preemption",
+        source: "checked: Debian linux-source-7.2 (7.2.12) fair.c, features.h, core.c",
         build: v7_2,
     },
     KernelPreset {
         name: "v7.3",
         summary: "flat runqueue; slice protection ends at ineligibility with shorter slices queued, short-eligible preemption, delayed tasks never preempt (reference, default)",
+        source: "checked: Debian linux-source-7.3 (7.3.4) fair.c, features.h, core.c",
         build: SchedConfig::v7_3,
     },
 ];
 
 /// Looks a preset up: `v7.3`, `7.3` and `v7.3.4` name the same one.
+/// An exact name wins over a patch-level extension (`v6.12.0` is its own preset, `v6.12.117`
+/// names the LTS).
 pub fn preset(name: &str) -> Option<&'static KernelPreset> {
     let want = name.strip_prefix('v').unwrap_or(name);
+    if let Some(k) = KERNELS.iter().find(|k| &k.name[1..] == want) {
+        return Some(k);
+    }
     KERNELS.iter().find(|k| {
         let have = &k.name[1..];
         want == have
@@ -87,11 +109,19 @@ fn v7_2() -> SchedConfig {
 fn v6_19() -> SchedConfig {
     let mut c = v7_2();
     c.kernel = "v6.19".into();
+    // The restriction to full/lazy on x86-64 (7dadeaa6e851) is a 7.0 commit.
+    c.behavior.has_none_voluntary = true;
     c.features.set(Feature::HRTICK, false);
     c.features.set(Feature::HRTICK_DL, false);
     c.features.set(Feature::NI_RATE, false);
     c.behavior.avg_full_weight = false;
     c.behavior.lag_clamp = LagClamp::TwiceSlice;
+    // 64-bit division in __calc_delta came with 7.0 (patch.msgid.link/20260219080625.183283814@infradead.org).
+    c.behavior.calc_delta = CalcDelta::MulShift;
+    // Before 7.0's NI_RATE (9fe89f022c05) the die is always rolled and the ratio unclamped.
+    c.behavior.newidle_always_roll = true;
+    // 7.2.12 requeue_delayed_entity() starts with update_curr(); 6.12.117 has none.
+    c.behavior.requeue_updates_curr = false;
     c
 }
 
@@ -116,17 +146,31 @@ fn v6_16() -> SchedConfig {
     let mut c = v6_18();
     c.kernel = "v6.16".into();
     c.behavior.protect = ProtectVariant::V6_16;
+    // Proportional newidle balance (33cf66d88306) and the forfeiting yield (79104becf42b) are
+    // 6.19 commits; the 6.16 stable series had ended before either was backported.
     c.features.set(Feature::NI_RANDOM, false);
+    c.behavior.yield_forfeits_vruntime = false;
     c
 }
 
+/// The 6.12 LTS as Debian ships it (6.12.117): 6.16's fair class without lazy preemption, with
+/// the stable backports of the proportional newidle balance and the forfeiting yield.
 fn v6_12() -> SchedConfig {
     let mut c = v6_16();
     c.kernel = "v6.12".into();
-    c.sysctl = Sysctls { normalized_base_slice_ns: 750_000, ..Sysctls::v7_3() };
-    c.behavior =
-        Behavior { wa_idle_ignore_delayed: false, has_lazy: false, calc_delta: CalcDelta::MulShift, ..c.behavior };
+    c.features.set(Feature::NI_RANDOM, true);
+    c.behavior = Behavior { has_lazy: false, yield_forfeits_vruntime: true, ..c.behavior };
     c.preempt = PreemptModel::Voluntary;
+    c
+}
+
+/// Upstream 6.12.0, before the stable backports.
+fn v6_12_0() -> SchedConfig {
+    let mut c = v6_12();
+    c.kernel = "v6.12.0".into();
+    c.sysctl = Sysctls { normalized_base_slice_ns: 750_000, ..Sysctls::v7_3() };
+    c.features.set(Feature::NI_RANDOM, false);
+    c.behavior = Behavior { wa_idle_ignore_delayed: false, yield_forfeits_vruntime: false, ..c.behavior };
     c
 }
 
@@ -267,6 +311,7 @@ pub fn parse_spec(spec: &str, base: Option<&Variant>) -> Result<Variant, SpecErr
                 "preempt" => {
                     config.preempt = PreemptModel::parse(v)
                         .ok_or_else(|| SpecError(format!("`{tok}`: preempt must be none, voluntary, full or lazy")))?;
+                    config.check_preempt().map_err(|e| SpecError(format!("`{tok}`: {e}")))?;
                 }
                 "hz" => {
                     config.hz = v
@@ -310,6 +355,9 @@ mod tests {
         assert_eq!(preset("v6.19-rc6").unwrap().name, "v6.19-rc6");
         assert!(preset("v6.1").is_none());
         assert!(preset("v7.30").is_none());
+        // An exact name wins; a patch level of another release names the series' preset.
+        assert_eq!(preset("v6.12.0").unwrap().name, "v6.12.0");
+        assert_eq!(preset("6.12.117").unwrap().name, "v6.12");
         for k in KERNELS {
             assert_eq!(k.config().kernel, k.name, "preset {} names itself", k.name);
         }
@@ -325,10 +373,33 @@ mod tests {
         assert_eq!(v619.behavior.wakeup_preempt, WakeupPreemptVariant::V7_2);
         assert!(!v619.features.has(Feature::HRTICK) && preset("v7.2").unwrap().config().features.has(Feature::HRTICK));
         assert_eq!(preset("v6.18").unwrap().config().behavior.wakeup_preempt, WakeupPreemptVariant::V6_18);
-        assert!(!preset("v6.12").unwrap().config().behavior.wa_idle_ignore_delayed);
+        assert!(!preset("v6.12.0").unwrap().config().behavior.wa_idle_ignore_delayed);
         assert!(preset("v6.16").unwrap().config().behavior.wa_idle_ignore_delayed);
-        assert_eq!(preset("v6.12").unwrap().config().sysctl.base_slice(8), 3_000_000);
+        assert_eq!(preset("v6.12.0").unwrap().config().sysctl.base_slice(8), 3_000_000);
         assert_eq!(preset("v7.3").unwrap().config().sysctl.base_slice(8), 2_800_000);
+    }
+
+    /// 6.12.117 as Debian ships it against upstream 6.12.0 (checked in linux-source-6.12:
+    /// fair.c l.76, l.7467, l.12943, features.h NI_RANDOM, yield_task_fair).
+    #[test]
+    fn v6_12_is_the_lts_as_shipped() {
+        let lts = preset("v6.12").unwrap().config();
+        assert_eq!(lts.sysctl.base_slice(1), 700_000);
+        assert!(lts.behavior.wa_idle_ignore_delayed && lts.behavior.yield_forfeits_vruntime);
+        assert!(lts.features.has(Feature::NI_RANDOM) && !lts.features.has(Feature::NI_RATE));
+        assert!(lts.behavior.newidle_always_roll && !lts.behavior.requeue_updates_curr);
+        assert!(!lts.behavior.has_lazy && lts.behavior.has_none_voluntary);
+        let up = preset("v6.12.0").unwrap().config();
+        assert_eq!(up.sysctl.base_slice(1), 750_000);
+        assert!(!up.behavior.wa_idle_ignore_delayed && !up.behavior.yield_forfeits_vruntime);
+        assert!(!up.features.has(Feature::NI_RANDOM));
+        // 7.2.12 requeue_delayed_entity() calls update_curr() first; 7.3.4 enqueue_task_fair does.
+        assert!(preset("v7.2").unwrap().config().behavior.requeue_updates_curr);
+        assert!(!preset("v6.18").unwrap().config().behavior.requeue_updates_curr);
+        for k in KERNELS {
+            assert!(!k.source.is_empty(), "{} says what its switches were checked against", k.name);
+            assert!(k.config().check_preempt().is_ok(), "{}: its default model is offered", k.name);
+        }
     }
 
     #[test]
@@ -344,7 +415,7 @@ mod tests {
         assert!(!v.config.features.has(Feature::NEXT_BUDDY));
         let v = parse_spec("v6.19-rc6 +revert-force-wakeup-preemption", None).unwrap();
         assert!(!v.config.behavior.force_wakeup_preempt);
-        let v = parse_spec("v6.12 +wake-affine-idle-delayed-fix", None).unwrap();
+        let v = parse_spec("v6.12.0 +wake-affine-idle-delayed-fix", None).unwrap();
         assert!(v.config.behavior.wa_idle_ignore_delayed);
     }
 
@@ -359,6 +430,8 @@ mod tests {
         assert!(err("v7.3 NO_SUCH").contains("NO_SUCH"));
         assert!(err("v7.3 v7.2").contains("first token"));
         assert!(err("v7.3 preempt=rt").contains("preempt=rt"));
+        assert!(err("v7.3 preempt=none").contains("does not offer preempt=none"));
+        assert!(err("v6.12 preempt=lazy").contains("it has: none, voluntary, full"));
         assert!(err("v7.3 bogus_ns=1").contains("bogus_ns"));
     }
 }

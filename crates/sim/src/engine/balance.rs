@@ -172,7 +172,9 @@ impl Sim {
                 continue;
             }
             let mut weight = 1u32;
-            if self.params.feat(Feature::NI_RANDOM) && st.newidle_ratio < 1024 {
+            // Before 7.0 the die is rolled whatever the ratio (behavior.newidle_always_roll).
+            let roll = self.params.behavior.newidle_always_roll || st.newidle_ratio < 1024;
+            if self.params.feat(Feature::NI_RANDOM) && roll {
                 let d = self.lb.rng.below(1024) as u32;
                 weight = 1 + st.newidle_ratio;
                 if d > weight {
@@ -209,7 +211,12 @@ impl Sim {
         st.newidle_success += success;
         if st.newidle_call >= 1024 {
             let rate_credit = if ni_rate { ((now - st.newidle_window_ns) >> 22) as u32 } else { 0 };
-            st.newidle_ratio = (st.newidle_success + rate_credit).min(1024);
+            // 6.12.y-6.19: `newidle_ratio = newidle_success`, unclamped; 7.0+ clamps to 1024.
+            st.newidle_ratio = if self.params.behavior.newidle_always_roll {
+                st.newidle_success
+            } else {
+                (st.newidle_success + rate_credit).min(1024)
+            };
             st.newidle_call /= 2;
             st.newidle_success /= 2;
             st.newidle_window_ns = now;

@@ -66,6 +66,8 @@ pub struct FairParams {
     pub normalized_base_slice: u64,
     pub migration_cost: u64,
     pub tick_nsec: u64,
+    /// `resched_curr_lazy()` sets the lazy flag (preempt=lazy on a kernel that has it).
+    pub lazy_resched: bool,
 }
 
 impl FairParams {
@@ -77,6 +79,7 @@ impl FairParams {
             normalized_base_slice: cfg.sysctl.normalized_base_slice_ns,
             migration_cost: cfg.sysctl.migration_cost_ns,
             tick_nsec: cfg.tick_nsec(),
+            lazy_resched: cfg.lazy_resched(),
         }
     }
     #[inline]
@@ -232,9 +235,10 @@ impl<'a> Fair<'a> {
         self.cfs.curr.filter(|&c| self.se(c).on_rq)
     }
 
-    /// `resched_curr_lazy()` (core.c v7.3.4); a full request where lazy preemption does not exist.
+    /// `resched_curr_lazy()` (core.c v7.3.4): the lazy flag only under preempt=lazy, a full
+    /// request under every other model and where lazy preemption does not exist.
     fn resched_curr_lazy(&mut self) {
-        let r = if self.p.behavior.has_lazy { Resched::Lazy } else { Resched::Full };
+        let r = if self.p.lazy_resched { Resched::Lazy } else { Resched::Full };
         self.resched = self.resched.max(r);
     }
     /// `resched_curr()` (core.c v7.3.4).
@@ -418,10 +422,11 @@ impl<'a> Fair<'a> {
     pub fn set_protect_slice(&mut self, t: TaskId) {
         let se = *self.se(t);
         let vprot = match self.p.behavior.protect {
-            ProtectVariant::V6_16 => {
-                // The vlag marker protected the whole request, only with RUN_TO_PARITY.
-                if self.p.feat(Feature::RUN_TO_PARITY) { se.deadline } else { se.vruntime }
-            }
+            // ≤6.16 (6.12.117 l.891): the marker `vlag = deadline` is set at every pick whatever
+            // RUN_TO_PARITY says; it protects the whole request until the deadline moves or a
+            // cancel. Here vprot = deadline stands for it: `vruntime < deadline` holds exactly
+            // while `vlag == deadline` would (update_deadline moves both at once).
+            ProtectVariant::V6_16 => se.deadline,
             variant => {
                 let mut slice =
                     if self.p.feat(Feature::RUN_TO_PARITY) { self.min_slice() } else { self.p.normalized_base_slice };
@@ -587,10 +592,32 @@ impl<'a> Fair<'a> {
         if self.cfs.h_nr_queued == 1 {
             return;
         }
-        if resched || !self.protect_slice(c) {
+        let preempt = match self.p.behavior.protect {
+            ProtectVariant::V6_16 => resched || self.did_preempt_short(c),
+            _ => resched || !self.protect_slice(c),
+        };
+        if preempt {
             self.resched_curr_lazy();
             self.clear_buddies(c);
         }
+    }
+
+    /// `did_preempt_short()` (fair.c 6.12.117 l.1180): after a cancelled protection, curr is
+    /// rescheduled once it is no longer eligible; an intact marker never reschedules.
+    fn did_preempt_short(&self, c: TaskId) -> bool {
+        self.p.feat(Feature::PREEMPT_SHORT) && !self.protect_slice(c) && !self.entity_eligible(c)
+    }
+
+    /// `do_preempt_short()` (fair.c 6.12.117 l.1191): an eligible wakee with a shorter slice
+    /// and an earlier deadline than curr, or curr no longer eligible.
+    fn do_preempt_short(&self, pse: TaskId, se: TaskId) -> bool {
+        if !self.p.feat(Feature::PREEMPT_SHORT) || self.se(pse).slice >= self.se(se).slice {
+            return false;
+        }
+        if !self.entity_eligible(pse) {
+            return false;
+        }
+        before(self.se(pse).deadline, self.se(se).deadline) || !self.entity_eligible(se)
     }
 
     // ---- placement, enqueue, dequeue (§3.8 – §3.10) ------------------------------------------
@@ -646,9 +673,14 @@ impl<'a> Fair<'a> {
         se.deadline = se.vruntime.wrapping_add(vslice);
     }
 
-    /// `enqueue_task_fair()` for a root-group task (fair.c v7.3.4, spec §3.9).
+    /// `enqueue_task_fair()` for a root-group task (fair.c v7.3.4, spec §3.9). Up to 6.19 the
+    /// requeue of a delayed task runs before any `update_curr` (6.12.117 l.7039: the return
+    /// precedes `enqueue_entity`); 7.2.12 charges curr first inside `requeue_delayed_entity`,
+    /// 7.3.4 in `enqueue_task_fair` itself.
     pub fn enqueue_task_fair(&mut self, t: TaskId, flags: u32) {
-        self.update_curr();
+        if flags & enq::DELAYED == 0 || self.p.behavior.requeue_updates_curr {
+            self.update_curr();
+        }
         if flags & enq::DELAYED != 0 {
             let pe = self.se(t).pelt;
             self.cfs.pelt.util_est_enqueue(&pe);
@@ -748,14 +780,16 @@ impl<'a> Fair<'a> {
         let replace = if self.p.behavior.lag_clamp == LagClamp::MaxSlicePlusTick {
             self.update_entity_lag(t)
         } else {
-            // 6.12: re-place at V only with DELAY_ZERO and a positive fresh lag.
-            let avruntime = self.avg_vruntime();
-            let lag = self.entity_lag(t, avruntime);
-            let re = self.p.feat(Feature::DELAY_ZERO) && lag > 0;
-            if re {
-                self.se_mut(t).vlag = 0;
+            // 6.12.117 l.6996: with DELAY_ZERO the fresh lag is saved, and a positive one is
+            // dropped and the entity re-placed at V.
+            if self.p.feat(Feature::DELAY_ZERO) {
+                let avruntime = self.avg_vruntime();
+                let lag = self.entity_lag(t, avruntime);
+                self.se_mut(t).vlag = if lag > 0 { 0 } else { lag };
+                lag > 0
+            } else {
+                false
             }
-            re
         };
         if replace {
             let is_curr = self.cfs.curr == Some(t);
@@ -839,7 +873,9 @@ impl<'a> Fair<'a> {
         se.exec_start = now;
         se.prev_sum_exec_runtime = se.sum_exec_runtime;
         self.cfs.curr = Some(t);
-        if first && self.se(t).on_rq {
+        // ≤6.16 set_next_entity() has no `first`: the save/restore bracket re-arms the marker too.
+        let arm = first || self.p.behavior.protect == ProtectVariant::V6_16;
+        if arm && self.se(t).on_rq {
             self.set_protect_slice(t);
         }
     }
@@ -1068,6 +1104,18 @@ impl<'a> Fair<'a> {
             return self.verdict(false, WakeupReason::NotNormalPolicy);
         }
         self.update_curr();
+        if self.p.behavior.protect == ProtectVariant::V6_16 {
+            // 6.12.117 l.8941: the protection is lost whenever do_preempt_short() holds, even
+            // if the pick then chooses a third task; did_preempt_short() acts on it later.
+            if self.do_preempt_short(pse, se) {
+                self.cancel_protect_slice(se);
+            }
+            if self.pick_eevdf(true) == Some(pse) {
+                self.resched_curr_lazy();
+                return self.verdict(true, WakeupReason::PickedWakee);
+            }
+            return self.verdict(false, WakeupReason::PickedOther);
+        }
         let short = self.p.feat(Feature::PREEMPT_SHORT) && self.se(pse).slice < self.se(se).slice;
         if self.pick_eevdf(!short) == Some(pse) {
             if short {
@@ -1107,6 +1155,13 @@ impl<'a> Fair<'a> {
         }
         self.clear_buddies(t);
         self.update_curr();
+        if !self.p.behavior.yield_forfeits_vruntime {
+            // Before 79104becf42b (upstream 6.12.0 - 6.18.0): the deadline moves one slice on.
+            let vslice = self.delta_fair(self.se(t).slice, t);
+            let se = self.se_mut(t);
+            se.deadline = se.deadline.wrapping_add(vslice);
+            return;
+        }
         if self.entity_eligible(t) {
             let se = self.se_mut(t);
             se.vruntime = se.deadline;
