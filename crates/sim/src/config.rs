@@ -185,6 +185,10 @@ pub struct Behavior {
     pub sync_reciprocal_waker_cpu: bool,
     /// Kernels before ≈6.13 have no lazy preemption: every fair reschedule is a full one.
     pub has_lazy: bool,
+    /// `can_migrate_task()` refuses a currently ineligible task for a busy destination until
+    /// a balance attempt has failed (`task_is_ineligible_on_dst_cpu`): in 7.2.12 and 7.3.4,
+    /// not in 6.12.117.
+    pub lb_ineligible_filter: bool,
 }
 
 impl Behavior {
@@ -201,6 +205,7 @@ impl Behavior {
             wa_idle_ignore_delayed: true,
             sync_reciprocal_waker_cpu: false,
             has_lazy: true,
+            lb_ineligible_filter: true,
         }
     }
 }

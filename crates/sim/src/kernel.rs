@@ -124,8 +124,13 @@ fn v6_12() -> SchedConfig {
     let mut c = v6_16();
     c.kernel = "v6.12".into();
     c.sysctl = Sysctls { normalized_base_slice_ns: 750_000, ..Sysctls::v7_3() };
-    c.behavior =
-        Behavior { wa_idle_ignore_delayed: false, has_lazy: false, calc_delta: CalcDelta::MulShift, ..c.behavior };
+    c.behavior = Behavior {
+        wa_idle_ignore_delayed: false,
+        has_lazy: false,
+        calc_delta: CalcDelta::MulShift,
+        lb_ineligible_filter: false,
+        ..c.behavior
+    };
     c.preempt = PreemptModel::Voluntary;
     c
 }
