@@ -205,6 +205,10 @@ pub struct Behavior {
     /// `yield_task_fair` forfeits the request (`vruntime = deadline`, 79104becf42b, 6.19,
     /// backported to 6.12.y and 6.18.y); before, it pushed the deadline one slice further.
     pub yield_forfeits_vruntime: bool,
+    /// `can_migrate_task()` refuses a currently ineligible task for a busy destination until
+    /// a balance attempt has failed (`task_is_ineligible_on_dst_cpu`): in 7.2.12 and 7.3.4,
+    /// not in 6.12.117.
+    pub lb_ineligible_filter: bool,
 }
 
 impl Behavior {
@@ -225,6 +229,7 @@ impl Behavior {
             requeue_updates_curr: true,
             newidle_always_roll: false,
             yield_forfeits_vruntime: true,
+            lb_ineligible_filter: true,
         }
     }
 }

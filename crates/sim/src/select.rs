@@ -1170,7 +1170,7 @@ impl<'a> SelectCtx<'a> {
 
 /// `adjust_numa_imbalance()` (fair.c v7.3.4): a small imbalance (at most
 /// `NUMA_IMBALANCE_MIN`) is ignored while the destination runs at most `imb_numa_nr`.
-fn adjust_numa_imbalance(imbalance: u32, dst_running: u32, imb_numa_nr: u32) -> u32 {
+pub(crate) fn adjust_numa_imbalance(imbalance: u32, dst_running: u32, imb_numa_nr: u32) -> u32 {
     if dst_running > imb_numa_nr {
         return imbalance;
     }

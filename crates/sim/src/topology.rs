@@ -1207,6 +1207,31 @@ impl Domains {
         list[first..].iter().chain(&list[..first]).map(move |&span| self.cpus(span))
     }
 
+    /// The interned spans of a domain's groups, in the order of [`Domains::groups`]: the
+    /// identity of each `struct sched_group` (and of its `sched_group_capacity`), which the
+    /// balancer uses to keep per-group state built once per topology.
+    pub fn group_spans<'a>(&'a self, sd: &SchedDomain) -> impl Iterator<Item = SpanId> + 'a {
+        let list = &self.group_lists[sd.groups.list as usize];
+        let first = sd.groups.first as usize;
+        list[first..].iter().chain(&list[..first]).copied()
+    }
+
+    /// The `g`-th group span of a domain in the order of [`Domains::group_spans`].
+    pub fn group_span_at(&self, sd: &SchedDomain, g: usize) -> SpanId {
+        let list = &self.group_lists[sd.groups.list as usize];
+        list[(sd.groups.first as usize + g) % list.len()]
+    }
+
+    /// How many interned spans exist (bound of every [`SpanId`]).
+    pub fn nr_spans(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// The index of `sd_llc` in [`Domains::of`]`(cpu)`, if `cpu` has one.
+    pub fn sd_llc_level(&self, cpu: u32) -> Option<usize> {
+        self.llc_index[cpu as usize].map(usize::from)
+    }
+
     /// `sd_llc`: the highest domain of `cpu` sharing the LLC, if any.
     pub fn sd_llc(&self, cpu: u32) -> Option<&SchedDomain> {
         self.llc_index[cpu as usize].map(|i| &self.per_cpu[cpu as usize][i as usize])

@@ -56,6 +56,10 @@ impl Sim {
             if se.sched_delayed && !se.on_rq {
                 return fail(format!("task {i} delayed but not queued"));
             }
+            // Balancing and CPU selection never put a task outside its affinity.
+            if (se.on_rq || rq.curr == Some(t)) && !task.allows(task.cpu) {
+                return fail(format!("task {i} is on CPU {} outside its affinity {:?}", task.cpu, task.allowed));
+            }
         }
         for cpu in 0..self.rqs.len() as u32 {
             self.check_rq(cpu)?;

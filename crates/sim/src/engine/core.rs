@@ -222,6 +222,8 @@ impl Sim {
                 }
             }
         }
+        // A queued CPU-stop work (active balance) runs before the next fair pick.
+        self.run_cpu_stopper(cpu);
         let next = self.pick_task_fair(cpu);
         let rq = &mut self.rqs[cpu as usize];
         let cause = rq.resched_cause;

@@ -273,7 +273,7 @@ impl Sim {
         }
         let params = FairParams::new(&setup.sched, ncpus);
         let domains = setup.topology.build_domains();
-        let lb = balance::Balance::new(&domains, ncpus, setup.sched.sysctl.migration_cost_ns, setup.seed);
+        let lb = balance::Balance::new(&domains, &setup.topology, setup.sched.sysctl.migration_cost_ns, setup.seed);
         let llc = crate::select::LlcShared::for_domains(&domains);
         let ipc_costs = setup.topology.costs.ipc;
         let mut sim = Sim {

@@ -33,6 +33,7 @@ impl Sim {
         if rq.curr.is_none() {
             // NOHZ idle: the tick stops until the CPU is busy again.
             rq.tick_armed = false;
+            self.nohz_balance_enter_idle(cpu);
             self.timer_interrupt(cpu);
             return;
         }
@@ -48,8 +49,7 @@ impl Sim {
         let req = f.resched;
         self.resched_request(cpu, req, Origin::Irq, Cause::Tick);
         // SCHED_SOFTIRQ at the end of the tick interrupt: periodic and NOHZ idle balancing.
-        self.periodic_balance(cpu);
-        self.nohz_kick(cpu);
+        self.sched_balance_trigger(cpu);
         self.timer_interrupt(cpu);
         self.irq_exit(cpu);
     }

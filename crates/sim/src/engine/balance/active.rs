@@ -1,0 +1,66 @@
+//! Active balancing (fair.c v7.3.4): `need_active_balance()` decides that the running task
+//! of the busiest CPU must move; `stop_one_cpu_nowait()` wakes that CPU's stopper, which
+//! takes the CPU at its next preemption point ([`Sim::run_cpu_stopper`], called by
+//! `__schedule`) and pushes one task with `detach_one_task()`.
+
+use super::IdleType;
+use super::detach::{LBF_ACTIVE_LB, LbEnv, MigrationType};
+use crate::engine::core::Origin;
+use crate::engine::{Cause, Sim};
+use crate::fair::Resched;
+
+impl Sim {
+    /// `need_active_balance()` (fair.c v7.3.4). `asym_active_balance()` needs SD_ASYM_PACKING
+    /// and the reduced-capacity rule a CPU that lost capacity, neither of which exists here.
+    pub(super) fn need_active_balance(&self, env: &LbEnv) -> bool {
+        let sd = &self.domains.of(env.this_cpu)[env.level];
+        let failed = self.lb.cpus[env.this_cpu as usize].sd[env.level].nr_balance_failed;
+        // imbalanced_active_balance()
+        if env.migration_type == MigrationType::Task && failed > sd.cache_nice_tries + 2 {
+            return true;
+        }
+        env.migration_type == MigrationType::Misfit
+    }
+
+    /// `stop_one_cpu_nowait(busiest, active_load_balance_cpu_stop)`: mark the work and wake
+    /// the stopper, which preempts whatever runs there (a full reschedule request).
+    pub(super) fn queue_active_balance(&mut self, busiest: u32, push_cpu: u32) {
+        let lb = &mut self.lb.cpus[busiest as usize];
+        lb.active_balance = true;
+        lb.push_cpu = push_cpu;
+        self.resched_request(busiest, Resched::Full, Origin::Remote, Cause::Other);
+    }
+
+    /// The CPU stopper's turn in `__schedule()` on `cpu`, before the next fair pick:
+    /// `__active_load_balance_cpu_stop()` (fair.c v7.3.4). The task that was running is no
+    /// longer current (the stopper is), so it may be the one pushed.
+    pub(in crate::engine) fn run_cpu_stopper(&mut self, cpu: u32) {
+        if !self.lb.cpus[cpu as usize].active_balance {
+            return;
+        }
+        self.lb.cpus[cpu as usize].active_balance = false;
+        let target = self.lb.cpus[cpu as usize].push_cpu;
+        // Is there any task to move? (The stopper itself counts in nr_running.)
+        if self.rqs[cpu as usize].cfs.h_nr_queued == 0 || target == cpu {
+            return;
+        }
+        let Some(level) = self.domains.of(target).iter().position(|sd| self.domains.span_contains(sd, cpu)) else {
+            return;
+        };
+        let mut env = LbEnv::new(target, level, IdleType::Idle);
+        env.src_cpu = cpu;
+        env.flags = LBF_ACTIVE_LB;
+        self.lb_begin_pass();
+        // detach_one_task(): the first movable task from the tail of cfs_tasks.
+        self.fill_cfs_tasks_order(cpu);
+        for k in 0..self.lb.order.len() {
+            let p = self.lb.order[k].1;
+            if self.can_migrate_task(p, &mut env) {
+                self.detach_task(p, cpu, target);
+                self.lb.cpus[target as usize].sd[level].nr_balance_failed = 0;
+                self.attach_tasks(target);
+                return;
+            }
+        }
+    }
+}
