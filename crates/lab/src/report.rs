@@ -361,7 +361,9 @@ fn render_text(c: &Comparison, style: Style) -> String {
         if style == Style::Markdown {
             let _ = writeln!(out, "**{text}**\n");
         } else {
-            let _ = writeln!(out, "{text}");
+            for line in wrap(&text, TEXT_WIDTH, "", "    ") {
+                let _ = writeln!(out, "{line}");
+            }
         }
     };
     for g in &c.groups {

@@ -188,11 +188,12 @@ mod tests {
     #[test]
     fn paired_interval_matches_r() {
         // R: t.test(c(2,4,3,5,6), c(1,2,3,4,5), paired = TRUE):
-        // mean difference 1, t = 3.1623, df = 4, p = 0.03411, 95 % CI 0.1220085 .. 1.8779915.
+        // mean difference 1, t = 3.1623, df = 4, p = 0.03411, 95 % CI 0.122011 .. 1.877989
+        // (1 -/+ qt(0.975, 4) * sqrt(0.5/5) = 1 -/+ 2.776445 * 0.3162278).
         let t = paired_t(&[1.0, 2.0, 3.0, 4.0, 5.0], &[2.0, 4.0, 3.0, 5.0, 6.0]).unwrap();
         assert!((t.t - 3.162278).abs() < 1e-5, "{t:?}");
         assert!((t.p - 0.03411).abs() < 1e-4, "{t:?}");
-        assert!((t.ci95[0] - 0.1220085).abs() < 1e-6 && (t.ci95[1] - 1.8779915).abs() < 1e-6, "{t:?}");
+        assert!((t.ci95[0] - 0.122011).abs() < 1e-6 && (t.ci95[1] - 1.877989).abs() < 1e-6, "{t:?}");
         let same = paired_t(&[1.0, 2.0, 3.0], &[2.0, 3.0, 4.0]).unwrap();
         assert_eq!((same.p, same.ci95), (0.0, [1.0, 1.0]));
     }
