@@ -46,6 +46,19 @@ pub struct ResolvedWorkload {
     pub background: Box<dyn Fn(&SimReport) -> Vec<PartMetric> + Send + Sync>,
 }
 
+/// Whether the benchmark `name` has a long option `--long` (exactly or as an unambiguous
+/// prefix, as its own getopt_long would take it). An unknown benchmark or `rtapp` has none.
+pub fn workload_has_option(name: &str, long: &str) -> bool {
+    if !workload::bench::BENCHMARKS.contains(&name) {
+        return false;
+    }
+    let argv = [name.to_string(), format!("--{long}")];
+    match workload::bench::parse_benchmark(&argv) {
+        Err(workload::bench::WorkloadError::Usage { message, .. }) => !message.starts_with("unrecognized option"),
+        _ => true,
+    }
+}
+
 /// A workload line: the options that may precede the benchmark (`--cpus LIST`, taskset-style
 /// affinity for every task of the line, and repeatable `--background 'CMD'`, a benchmark run
 /// beside it in the same simulation), then the benchmark and its own flags. The same words work
