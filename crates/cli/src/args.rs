@@ -1,6 +1,6 @@
 //! The command line (clap derive). Names follow the brief's command-line contract.
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
 /// A laboratory for the Linux fair scheduler's wakeup path: EEVDF in deterministic virtual
 /// time, on any topology, with every feature, sysctl and preemption model by its kernel name.
@@ -102,7 +102,21 @@ pub struct SimArgs {
     pub cost_file: Option<std::path::PathBuf>,
 }
 
+/// Printed after `schedlab run --help`'s options: every workload.
+fn workloads_help() -> String {
+    let mut text = String::from(
+        "Workloads (each takes the real tool's flags; a flag the model cannot reproduce is named\nin the error):\n",
+    );
+    for (name, what) in lab::runner::WORKLOAD_HELP {
+        text += &format!("  {name:<16} {what}\n");
+    }
+    text += "\nOptions of schedlab go before the workload; one given after it (`pipe -l 100000 --seed 3`)\n\
+             is taken as schedlab's when the workload has no option of that name.\n";
+    text
+}
+
 #[derive(Args, Debug)]
+#[command(after_help = workloads_help())]
 pub struct RunArgs {
     #[command(flatten)]
     pub sim: SimArgs,
@@ -128,6 +142,9 @@ pub struct RunArgs {
     /// Write the scheduler trace to FILE.txt (ftrace text) or FILE.pftrace (Perfetto).
     #[arg(long, value_name = "FILE")]
     pub trace: Option<std::path::PathBuf>,
+    /// Turn progress reports on stderr off.
+    #[arg(long, short)]
+    pub quiet: bool,
     /// The workload and its own flags: `rtapp FILE.json`.
     #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "WORKLOAD")]
     pub workload: Vec<String>,
@@ -154,4 +171,162 @@ pub struct BenchArgs {
     /// Only run cases whose name contains this.
     #[arg(long)]
     pub only: Option<String>,
+}
+
+/// The commands whose last positional argument is a workload with its own flags.
+const WORKLOAD_COMMANDS: &[&str] = &["run", "compare", "explain", "native", "validate"];
+
+/// Prepares the command line for clap: schedlab's own long options found after the workload
+/// (`validate pipe -l 100000 -T --runs 3`) move before it when the workload has no option of
+/// that name; an unknown option before the workload is an error naming it (clap would take it
+/// for the workload, since workloads start with any word). Words after a `--` stay where they
+/// are. Non-UTF-8 arguments are left to clap.
+pub fn hoist_options(args: Vec<std::ffi::OsString>) -> Result<Vec<std::ffi::OsString>, String> {
+    let Some(words) = args.iter().map(|a| a.to_str().map(String::from)).collect::<Option<Vec<String>>>() else {
+        return Ok(args);
+    };
+    let Some(sub_at) = words.iter().skip(1).position(|w| !w.starts_with('-')).map(|i| i + 1) else {
+        return Ok(args);
+    };
+    let sub = words[sub_at].as_str();
+    if !WORKLOAD_COMMANDS.contains(&sub) {
+        return Ok(args);
+    }
+    let mut cli = Cli::command();
+    // Building fills in defaults such as each option's number of values.
+    cli.build();
+    let Some(cmd) = cli.find_subcommand(sub) else { return Ok(args) };
+    // Long and short names of the command's options, and whether each takes a value.
+    let takes_value = |a: &clap::Arg| a.get_num_args().is_some_and(|n| n.takes_values());
+    let long = |name: &str| {
+        cmd.get_arguments()
+            .find(|a| a.get_long() == Some(name) || a.get_all_aliases().is_some_and(|al| al.contains(&name)))
+    };
+    let short = |c: char| cmd.get_arguments().find(|a| a.get_short() == Some(c));
+    let mut i = sub_at + 1;
+    let workload_at = loop {
+        let Some(w) = words.get(i) else { return Ok(args) };
+        if w == "--" {
+            return Ok(args);
+        }
+        if let Some(body) = w.strip_prefix("--") {
+            let (name, attached) = match body.split_once('=') {
+                Some((n, _)) => (n, true),
+                None => (body, false),
+            };
+            match long(name) {
+                Some(a) => i += if takes_value(a) && !attached { 2 } else { 1 },
+                None if name == "help" || name == "version" => return Ok(args),
+                None => {
+                    return Err(format!(
+                        "schedlab {sub}: unknown option `--{name}`; `schedlab {sub} --help` lists the options, \
+                         which go before the workload"
+                    ));
+                }
+            }
+        } else if let Some(c) = w.strip_prefix('-').and_then(|s| s.chars().next()) {
+            match short(c) {
+                Some(a) => i += if takes_value(a) && w.chars().count() == 2 { 2 } else { 1 },
+                None if c == 'h' => return Ok(args),
+                None => {
+                    return Err(format!(
+                        "schedlab {sub}: unknown option `{w}`; `schedlab {sub} --help` lists the options, \
+                         which go before the workload"
+                    ));
+                }
+            }
+        } else {
+            break i;
+        }
+    };
+    // The workload's own words start after its name; a workload line may start with `--cpus`
+    // or `--background` only through --workload strings, not here.
+    let name = words[workload_at].clone();
+    let mut moved: Vec<String> = Vec::new();
+    let mut rest: Vec<String> = Vec::new();
+    let mut j = workload_at + 1;
+    while j < words.len() {
+        let w = &words[j];
+        if w == "--" {
+            rest.extend(words[j..].iter().cloned());
+            break;
+        }
+        let hoisted = w.strip_prefix("--").and_then(|body| {
+            let (n, attached) = match body.split_once('=') {
+                Some((n, _)) => (n, true),
+                None => (body, false),
+            };
+            let arg = long(n)?;
+            (!lab::runner::workload_has_option(&name, n)).then_some(takes_value(arg) && !attached)
+        });
+        match hoisted {
+            Some(with_value) => {
+                moved.push(w.clone());
+                if with_value && let Some(v) = words.get(j + 1) {
+                    moved.push(v.clone());
+                    j += 1;
+                }
+            }
+            None => rest.push(w.clone()),
+        }
+        j += 1;
+    }
+    if moved.is_empty() {
+        return Ok(args);
+    }
+    let mut out: Vec<String> = words[..workload_at].to_vec();
+    out.extend(moved);
+    out.push(name);
+    out.extend(rest);
+    Ok(out.into_iter().map(Into::into).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hoist(line: &str) -> Result<String, String> {
+        let args: Vec<std::ffi::OsString> = line.split(' ').map(Into::into).collect();
+        hoist_options(args).map(|v| v.iter().map(|a| a.to_str().unwrap()).collect::<Vec<_>>().join(" "))
+    }
+
+    #[test]
+    fn options_after_the_workload_move_before_it() {
+        assert_eq!(
+            hoist("schedlab validate pipe -l 100000 -T --runs 3").unwrap(),
+            "schedlab validate --runs 3 pipe -l 100000 -T"
+        );
+        assert_eq!(
+            hoist("schedlab run pipe -l 10 --seed=4 --json").unwrap(),
+            "schedlab run --seed=4 --json pipe -l 10"
+        );
+        assert_eq!(
+            hoist("schedlab compare --base v7.3 --variant NEXT_BUDDY pipe -l 10 --runs 3").unwrap(),
+            "schedlab compare --base v7.3 --variant NEXT_BUDDY --runs 3 pipe -l 10"
+        );
+        // The workload's own option of the same name stays: stress-ng has --timeout, not schedlab.
+        assert_eq!(
+            hoist("schedlab run stress-ng --cpu 2 --timeout 1").unwrap(),
+            "schedlab run stress-ng --cpu 2 --timeout 1"
+        );
+        // Words after `--` belong to the tool (netperf's test options).
+        assert_eq!(
+            hoist("schedlab run netperf -t TCP_RR -- -r 1,1 --seed 2").unwrap(),
+            "schedlab run netperf -t TCP_RR -- -r 1,1 --seed 2"
+        );
+        assert_eq!(hoist("schedlab kernels").unwrap(), "schedlab kernels");
+    }
+
+    #[test]
+    fn unknown_options_before_the_workload_are_named() {
+        let e = hoist("schedlab run --foo pipe").unwrap_err();
+        assert!(e.contains("unknown option `--foo`") && e.contains("before the workload"), "{e}");
+        assert!(hoist("schedlab run -x pipe").unwrap_err().contains("`-x`"));
+        assert!(hoist("schedlab run --help").is_ok());
+    }
+
+    #[test]
+    fn the_cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
 }

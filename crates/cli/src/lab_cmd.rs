@@ -73,8 +73,16 @@ pub struct CompareArgs {
     /// Stop each run after this many events [default: 2000000000].
     #[arg(long)]
     pub max_events: Option<u64>,
-    /// Output: table (terminal), markdown, csv or json.
-    #[arg(long, default_value = "table", value_parser = ["table", "markdown", "csv", "json"])]
+    /// CPUs every task of every workload may run on (taskset -c syntax, e.g. 78,79).
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// A benchmark to run beside every workload, e.g. 'stress-ng --cpu 4' (repeatable); its
+    /// metric is compared too.
+    #[arg(long, value_name = "COMMAND")]
+    pub background: Vec<String>,
+    /// Output: table (plain text columns that paste into an email), box (the same with box
+    /// drawing), markdown, csv or json.
+    #[arg(long, default_value = "table", value_parser = ["table", "box", "markdown", "csv", "json"])]
     pub format: String,
     /// Significance level of the t-test.
     #[arg(long, default_value_t = 0.05)]
@@ -270,6 +278,8 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<()> {
         ("--seeds", a.seeds.is_some()),
         ("--duration", a.duration.is_some()),
         ("--max-events", a.max_events.is_some()),
+        ("--cpus", a.cpus.is_some()),
+        ("--background", !a.background.is_empty()),
         ("--workload", !a.workloads.is_empty()),
         ("a positional workload", !a.workload.is_empty()),
     ];
@@ -342,6 +352,8 @@ fn plan_from_flags(a: &CompareArgs) -> anyhow::Result<Plan> {
         seeds,
         duration_s: a.duration.unwrap_or(plan::DEFAULT_DURATION_S),
         max_events: a.max_events.unwrap_or(plan::DEFAULT_MAX_EVENTS),
+        cpus: a.cpus.as_deref(),
+        background: &a.background,
     })
     .map_err(lab_err)
 }

@@ -23,7 +23,13 @@ use args::{Cli, Command, FeaturesArgs, TopologyCommand};
 use setup::{UserError, user};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match args::hoist_options(std::env::args_os().collect()) {
+        Ok(argv) => Cli::parse_from(argv),
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
     let result = match &cli.command {
         Command::Run(a) => run::run(a),
         Command::Features(a) => features(a),

@@ -15,7 +15,7 @@ use crate::args::RunArgs;
 use crate::setup::{self, user};
 
 pub fn run(a: &RunArgs) -> anyhow::Result<()> {
-    let cfg = setup::sched_config(&a.sim)?;
+    let (cfg, patches) = setup::kernel_spec(&a.sim)?;
     let topo = setup::topology(&a.sim)?;
     let background: Vec<Vec<String>> =
         a.background.iter().map(|b| b.split_whitespace().map(String::from).collect()).collect();
@@ -69,7 +69,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
     let wall_ms = started.elapsed().as_secs_f64() * 1e3;
     let mut out = std::io::stdout().lock();
     if a.json {
-        let v = json_report(a, &cfg, &topo, &wl, &report, wall_ms);
+        let v = json_report(a, &cfg, &patches, &topo, &wl, &report, wall_ms);
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
     } else {
         let tool = (wl.output)(&report);
@@ -80,7 +80,8 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
             }
             writeln!(out)?;
         }
-        write_text(&mut out, a, &cfg, &topo, &report, wl.name == "rtapp" || a.tasks)?;
+        write_text(&mut out, a, &cfg, &patches, &topo, &report, wl.name == "rtapp" || a.tasks)?;
+        write_metrics(&mut out, &wl, &report)?;
         eprintln!(
             "[{} events in {:.0} ms wall: {:.1} M events/s]",
             report.events,
@@ -121,7 +122,12 @@ fn stop_warning(r: &SimReport, a: &RunArgs) -> anyhow::Result<()> {
 /// The command line that reproduces this run exactly.
 pub fn reproduce(a: &RunArgs) -> String {
     let s = &a.sim;
-    let mut cmd = format!("schedlab run --seed {} --topology {} --kernel {}", s.seed, s.topology, s.kernel);
+    let mut cmd = format!(
+        "schedlab run --seed {} --topology {} --kernel {}",
+        s.seed,
+        lab::words::quote(&s.topology),
+        lab::words::quote(&lab::spec::normalize(&s.kernel))
+    );
     if let Some(f) = &s.features {
         cmd += &format!(" --features {f}");
     }
@@ -160,6 +166,7 @@ fn write_text(
     out: &mut impl Write,
     a: &RunArgs,
     cfg: &SchedConfig,
+    patches: &[String],
     topo: &Topology,
     r: &SimReport,
     per_task: bool,
@@ -171,7 +178,8 @@ fn write_text(
         env!("CARGO_PKG_VERSION"),
         a.sim.seed,
         topo.name,
-        cfg.kernel,
+        // The glued SPEC form (v7.3+preempt-sync-runtime-fix) keeps the line's words one each.
+        format!("{}{}", cfg.kernel, patches.concat()),
         cfg.preempt.name(),
         cfg.hz,
         if changed.is_empty() { "defaults".to_string() } else { changed.join(",") }
@@ -252,9 +260,38 @@ fn write_text(
     Ok(())
 }
 
+/// One line per workload of the run with its headline metric, the foreground one first.
+fn write_metrics(out: &mut impl Write, wl: &ResolvedWorkload, r: &SimReport) -> anyhow::Result<()> {
+    let better = |b: Better| match b {
+        Better::Lower => "lower is better",
+        Better::Higher => "higher is better",
+    };
+    let main = (wl.metric)(r);
+    writeln!(
+        out,
+        "metric: {} {} = {} ({})",
+        lab::words::join(&lab::runner::WorkloadLine::parse(&wl.argv).map(|l| l.main).unwrap_or_default()),
+        wl.metric_name,
+        lab::report::fmt_value(main),
+        better(wl.better)
+    )?;
+    for p in (wl.background)(r) {
+        writeln!(
+            out,
+            "metric: {} {} = {} ({}; beside it)",
+            p.workload,
+            p.metric_name,
+            lab::report::fmt_value(p.metric),
+            better(p.better)
+        )?;
+    }
+    Ok(())
+}
+
 fn json_report(
     a: &RunArgs,
     cfg: &SchedConfig,
+    patches: &[String],
     topo: &Topology,
     wl: &ResolvedWorkload,
     r: &SimReport,
@@ -303,10 +340,14 @@ fn json_report(
         "preempt": cfg.preempt.name(),
         "hz": cfg.hz,
         "features": feature_tokens(&cfg.features, &cfg.kernel),
-        "patches": [],
+        "patches": patches,
         "sysctl": sysctl,
         "workload": { "name": wl.name, "argv": wl.argv },
-        "metric": { "name": wl.metric_name, "value": (wl.metric)(r), "better": match wl.better { Better::Lower => "lower", Better::Higher => "higher" } },
+        "metric": { "name": wl.metric_name, "value": (wl.metric)(r), "better": better_name(wl.better) },
+        "background": (wl.background)(r).iter().map(|p| json!({
+            "workload": p.workload,
+            "metric": { "name": p.metric_name, "value": p.metric, "better": better_name(p.better) },
+        })).collect::<Vec<_>>(),
         "sim": { "simulated_ns": r.simulated_ns, "events": r.events, "wall_ms": (wall_ms * 1000.0).round() / 1000.0, "stop": format!("{:?}", r.stop) },
         "counters": {
             "nr_switches": c.nr_switches,
@@ -328,4 +369,11 @@ fn json_report(
         "wakeup_latency_ns": { "p50": lat.p50, "p90": lat.p90, "p99": lat.p99, "max": lat.max },
         "tasks": tasks,
     })
+}
+
+fn better_name(b: Better) -> &'static str {
+    match b {
+        Better::Lower => "lower",
+        Better::Higher => "higher",
+    }
 }

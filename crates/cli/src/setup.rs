@@ -2,7 +2,6 @@
 //! [`UserError`] that names what is wrong and where (exit code 2).
 
 use std::fmt;
-use std::path::Path;
 
 use sim::config::{PreemptModel, SchedConfig};
 use sim::topology::Topology;
@@ -25,9 +24,15 @@ pub fn user<T>(msg: impl Into<String>) -> Result<T, anyhow::Error> {
     Err(UserError(msg.into()).into())
 }
 
-/// The kernel configuration from `--kernel`, `--features`, `--sysctl`, `--preempt`, `--hz`.
+/// The kernel configuration from `--kernel` (a full SPEC: preset, patches, features, sysctls),
+/// then `--features`, `--sysctl`, `--preempt`, `--hz` on top; and the patches the SPEC applied.
 pub fn sched_config(a: &SimArgs) -> anyhow::Result<SchedConfig> {
-    let mut cfg = kernel_preset(&a.kernel)?;
+    Ok(kernel_spec(a)?.0)
+}
+
+/// [`sched_config`] and the patch tokens of `--kernel`, in order.
+pub fn kernel_spec(a: &SimArgs) -> anyhow::Result<(SchedConfig, Vec<String>)> {
+    let (mut cfg, patches) = kernel(&a.kernel)?;
     if let Some(list) = &a.features
         && let Err(e) = cfg.features.apply_list(list)
     {
@@ -56,41 +61,45 @@ pub fn sched_config(a: &SimArgs) -> anyhow::Result<SchedConfig> {
         }
         cfg.hz = hz;
     }
-    Ok(cfg)
+    Ok((cfg, patches))
 }
 
-/// A kernel preset by name, or a `UserError` listing the known ones.
+/// A kernel SPEC (`v7.3 +preempt-sync-runtime-fix NEXT_BUDDY`, glued forms too, as in
+/// `compare`), or `host`; the message names the bad token and lists the presets.
+pub fn kernel(spec: &str) -> anyhow::Result<(SchedConfig, Vec<String>)> {
+    if spec.trim() == "host" {
+        return Ok((crate::native_cmd::host_kernel_config()?, Vec::new()));
+    }
+    let full = lab::spec::full_base(spec);
+    // A first word that is no preset, patch, feature or key=value is a mistyped preset.
+    let normalized = lab::spec::normalize(spec);
+    let first = normalized.split(' ').next().unwrap_or("");
+    let is_feature = |w: &str| sim::features::Feature::from_name(w.strip_prefix("NO_").unwrap_or(w)).is_some();
+    if !lab::spec::has_preset(&normalized)
+        && !first.starts_with(['+', '-'])
+        && !first.contains('=')
+        && !is_feature(first)
+    {
+        let known: Vec<&str> = sim::kernel::KERNELS.iter().map(|k| k.name).collect();
+        return user(format!("--kernel: unknown kernel preset `{first}` (known: {}, host)", known.join(", ")));
+    }
+    match lab::spec::parse_full(&full) {
+        Ok(v) => Ok((v.config, v.patches)),
+        Err(e) => user(format!("--kernel `{spec}`: {e}")),
+    }
+}
+
+/// A kernel preset or SPEC by name, or a `UserError` naming what is wrong.
 pub fn kernel_preset(name: &str) -> anyhow::Result<SchedConfig> {
-    if name == "host" {
-        return crate::native_cmd::host_kernel_config();
-    }
-    match sim::kernel::preset(name) {
-        Some(p) => Ok(p.config()),
-        None => {
-            let known: Vec<&str> = sim::kernel::KERNELS.iter().map(|k| k.name).collect();
-            user(format!("--kernel: unknown kernel preset `{name}` (known: {})", known.join(", ")))
-        }
-    }
+    Ok(kernel(name)?.0)
 }
 
-/// The machine from `--topology` (preset, `smp:N` or a TOML file) and `--cost`.
+/// The machine from `--topology` (preset, `smp:N`, `host` or a TOML file, with optional
+/// `:cpus=`/`:nodes=`) and `--cost`.
 pub fn topology(a: &SimArgs) -> anyhow::Result<Topology> {
-    let spec = a.topology.as_str();
-    let mut topo = if spec.ends_with(".toml") || Path::new(spec).is_file() {
-        match machine::load_topology_file(Path::new(spec)) {
-            Ok(t) => t,
-            Err(e) => return user(format!("--topology: {e}")),
-        }
-    } else if spec == "host" {
-        match machine::host_topology() {
-            Ok(t) => t,
-            Err(e) => return user(format!("--topology host: {e}")),
-        }
-    } else {
-        match Topology::by_name(spec) {
-            Ok(t) => t,
-            Err(e) => return user(format!("--topology: {e}")),
-        }
+    let mut topo = match machine::resolve_topology(&a.topology) {
+        Ok(t) => t,
+        Err(e) => return user(format!("--topology: {e}")),
     };
     if let Some(file) = &a.cost_file {
         match machine::load_cost_file(file) {

@@ -138,8 +138,22 @@ pub struct VariantResult {
     pub arm: Option<Arm>,
     /// Median % change, positive = better; `None` when undefined (no runs, base median 0).
     pub change_pct: Option<f64>,
+    /// The test's 95 % confidence interval of the mean difference, as a percentage of the
+    /// base's mean, signed like `change_pct` (positive = better); low end first.
+    pub change_ci95_pct: Option<[f64; 2]>,
     pub test: Option<TTest>,
     pub mark: Mark,
+}
+
+/// The metric of a workload run beside the foreground one (`--background`), compared like it.
+#[derive(Clone, Debug, Serialize)]
+pub struct BackgroundResult {
+    pub workload: String,
+    pub metric: String,
+    pub better: Better,
+    /// The base's arm (no counters: they are the run's, shown once for the group).
+    pub base: Arm,
+    pub variants: Vec<VariantResult>,
 }
 
 /// One (topology, workload, limits) cell of the comparison.
@@ -153,6 +167,8 @@ pub struct Group {
     pub better: Better,
     pub base: Arm,
     pub variants: Vec<VariantResult>,
+    /// The workloads that ran beside the foreground one, in `--background` order.
+    pub background: Vec<BackgroundResult>,
     /// A `schedlab compare` command line that recomputes this group.
     pub reproduce: String,
 }
@@ -201,9 +217,13 @@ pub fn build(samples: &[Sample], sel: &Selection, opts: CompareOptions) -> Resul
     }
     let mut groups = Vec::new();
     for (k, in_group) in grouped {
-        let arm_of = |name: &str, spec: &str| -> Result<Option<Arm>, LabError> {
+        // One arm per variant; `part` None is the foreground metric, Some(k) background k's.
+        let arm_of = |name: &str, spec: &str, part: Option<usize>| -> Result<Option<Arm>, LabError> {
             let mut runs: Vec<&Sample> = in_group.iter().copied().filter(|s| s.variant == name).collect();
             runs.sort_by_key(|s| s.key.seed);
+            if let Some(k) = part {
+                runs.retain(|s| s.record.background.len() > k);
+            }
             if runs.is_empty() {
                 return Ok(None);
             }
@@ -215,15 +235,24 @@ pub fn build(samples: &[Sample], sel: &Selection, opts: CompareOptions) -> Resul
                     k.0
                 )));
             }
-            let values: Vec<f64> = runs.iter().map(|s| s.record.metric).collect();
-            let mut counters = vec![0.0; COUNTERS.len()];
-            for s in &runs {
-                for (sum, v) in counters.iter_mut().zip(counter_values(&s.record.counters, s.record.wakeup_latency_ns))
-                {
-                    *sum += v;
+            let values: Vec<f64> = runs
+                .iter()
+                .map(|s| match part {
+                    None => s.record.metric,
+                    Some(k) => s.record.background[k].metric,
+                })
+                .collect();
+            let mut counters = vec![0.0; if part.is_none() { COUNTERS.len() } else { 0 }];
+            if part.is_none() {
+                for s in &runs {
+                    for (sum, v) in
+                        counters.iter_mut().zip(counter_values(&s.record.counters, s.record.wakeup_latency_ns))
+                    {
+                        *sum += v;
+                    }
                 }
+                counters.iter_mut().for_each(|c| *c /= runs.len() as f64);
             }
-            counters.iter_mut().for_each(|c| *c /= runs.len() as f64);
             Ok(Some(Arm {
                 name: name.to_string(),
                 spec: spec.to_string(),
@@ -233,7 +262,7 @@ pub fn build(samples: &[Sample], sel: &Selection, opts: CompareOptions) -> Resul
                 counters,
             }))
         };
-        let Some(base) = arm_of(&sel.base.0, &sel.base.1)? else { continue };
+        let Some(base) = arm_of(&sel.base.0, &sel.base.1, None)? else { continue };
         let first = in_group.iter().find(|s| s.variant == sel.base.0).expect("base has runs");
         let (metric, better) = (first.record.metric_name.clone(), first.record.better);
         if let Some(odd) = in_group.iter().find(|s| s.record.metric_name != metric) {
@@ -246,8 +275,24 @@ pub fn build(samples: &[Sample], sel: &Selection, opts: CompareOptions) -> Resul
         }
         let mut variants = Vec::new();
         for (name, spec) in &sel.variants {
-            let arm = arm_of(name, spec)?;
+            let arm = arm_of(name, spec, None)?;
             variants.push(judge(name, spec, &base, arm, better, opts));
+        }
+        let mut background = Vec::new();
+        for (k, part) in first.record.background.iter().enumerate() {
+            let Some(bg_base) = arm_of(&sel.base.0, &sel.base.1, Some(k))? else { continue };
+            let mut results = Vec::new();
+            for (name, spec) in &sel.variants {
+                let arm = arm_of(name, spec, Some(k))?;
+                results.push(judge(name, spec, &bg_base, arm, part.better, opts));
+            }
+            background.push(BackgroundResult {
+                workload: part.workload.clone(),
+                metric: part.metric_name.clone(),
+                better: part.better,
+                base: bg_base,
+                variants: results,
+            });
         }
         let reproduce = reproduce_line(&[k.0.to_string()], &[k.1.to_vec()], &base.seeds, k.2, k.3, sel);
         groups.push(Group {
@@ -259,6 +304,7 @@ pub fn build(samples: &[Sample], sel: &Selection, opts: CompareOptions) -> Resul
             better,
             base,
             variants,
+            background,
             reproduce,
         });
     }
@@ -302,6 +348,7 @@ pub fn judge(
             spec: spec.into(),
             arm: None,
             change_pct: None,
+            change_ci95_pct: None,
             test: None,
             mark: Mark::None,
         };
@@ -338,7 +385,26 @@ pub fn judge(
         }
         _ => Mark::None,
     };
-    VariantResult { name: name.into(), spec: spec.into(), arm: Some(arm), change_pct: change, test, mark }
+    let change_ci95_pct = test.and_then(|t| {
+        let scale = base.summary.mean.abs();
+        if scale == 0.0 || !scale.is_finite() {
+            return None;
+        }
+        let [lo, hi] = t.ci95.map(|d| 100.0 * d / scale);
+        Some(match better {
+            Better::Lower => [-hi + 0.0, -lo + 0.0],
+            Better::Higher => [lo + 0.0, hi + 0.0],
+        })
+    });
+    VariantResult {
+        name: name.into(),
+        spec: spec.into(),
+        arm: Some(arm),
+        change_pct: change,
+        change_ci95_pct,
+        test,
+        mark,
+    }
 }
 
 /// Seeds as compare flags: `--seed S --runs N` when consecutive, else `--seeds a,b,c`.

@@ -15,6 +15,8 @@
 //! max_events = 2000000000       # safety bound per run (default 2e9)
 //! base = "baseline"             # the variant others are compared with (default: the first)
 //! workloads = ["rtapp examples/rtapp/mixed.json", "hackbench -g 4"]
+//! cpus = "0-3"                  # optional: taskset -c for every task of every workload
+//! background = ["stress-ng --cpu 2"]  # optional: benchmarks run beside every workload
 //!
 //! [[variant]]
 //! name = "baseline"             # optional; default: the SPEC as written
@@ -24,6 +26,10 @@
 //! name = "next-buddy"
 //! spec = "+next-buddy-eevdf"    # no preset: applies on top of the base variant
 //! ```
+//!
+//! A workload line may itself start with `--cpus LIST` and `--background 'CMD'` (see
+//! [`runner::WorkloadLine`]); the plan's `cpus` and `background` are put in front of every line,
+//! so stored runs carry them in their workload.
 //!
 //! Workload lines are split like a shell does (quotes, backslashes; no expansions); file paths in
 //! them, and topology files, are relative to the current directory, not to the plan file, so the
@@ -185,20 +191,39 @@ impl fmt::Display for Shard {
     }
 }
 
-/// Resolves a topology name: a preset, `smp:N`, `host`, or a topology TOML file.
+/// Resolves a topology spec: a preset, `smp:N`, `host`, or a topology TOML file, optionally
+/// with `:cpus=LIST`/`:nodes=LIST` (see `machine::resolve_topology`).
 pub fn resolve_topology(name: &str) -> Result<Topology, String> {
-    if name.ends_with(".toml") || Path::new(name).is_file() {
-        machine::load_topology_file(Path::new(name)).map_err(|e| e.to_string())
-    } else if name == "host" {
-        machine::host_topology().map_err(|e| e.to_string())
-    } else {
-        Topology::by_name(name)
-    }
+    machine::resolve_topology(name)
 }
 
-/// Checks that a workload command line resolves (file exists, flags parse).
-pub fn check_workload(argv: &[String]) -> Result<(), String> {
-    runner::resolve_workload(argv).map(|_| ())
+/// Checks that a workload command line resolves (file exists, flags parse) and that its
+/// `--cpus` exist on every machine of the plan.
+pub fn check_workload(argv: &[String], topologies: &[PlanTopology]) -> Result<(), String> {
+    runner::resolve_workload(argv)?;
+    let line = runner::WorkloadLine::parse(argv)?;
+    for t in topologies {
+        line.cpus_on(t.topology.nr_cpus() as u32).map_err(|e| format!("on {}: {e}", t.name))?;
+    }
+    Ok(())
+}
+
+/// Puts a plan's (or compare's) `cpus` and `background` in front of a workload line; the
+/// line's own options win (a line's `--cpus` replaces the plan's).
+pub fn with_line_options(
+    argv: Vec<String>,
+    cpus: Option<&str>,
+    background: &[Vec<String>],
+) -> Result<Vec<String>, String> {
+    if cpus.is_none() && background.is_empty() {
+        return Ok(argv);
+    }
+    let mut line = runner::WorkloadLine::parse(&argv)?;
+    if line.cpus.is_none() {
+        line.cpus = cpus.map(str::to_string);
+    }
+    line.background = [background, &line.background[..]].concat();
+    Ok(line.to_argv())
 }
 
 /// `count` seeds from `first` on: `first, first + 1, ...` (wrapping).
@@ -217,6 +242,10 @@ pub struct PlanFlags<'a> {
     pub seeds: Vec<u64>,
     pub duration_s: f64,
     pub max_events: u64,
+    /// `--cpus` for every workload.
+    pub cpus: Option<&'a str>,
+    /// `--background` commands for every workload, as typed.
+    pub background: &'a [String],
 }
 
 impl Plan {
@@ -247,11 +276,22 @@ impl Plan {
                 "no workload: give one after the options (`rtapp FILE.json`) or --workload \"...\"".into(),
             ));
         }
-        for argv in &f.workloads {
+        let mut background = Vec::new();
+        for b in f.background {
+            match words::split(b) {
+                Ok(w) if !w.is_empty() => background.push(w),
+                Ok(_) => return Err(input("--background: empty command".into())),
+                Err(e) => return Err(input(format!("--background: {e}"))),
+            }
+        }
+        let mut workloads = Vec::new();
+        for argv in f.workloads {
             if argv.is_empty() {
                 return Err(input("--workload: empty workload".into()));
             }
-            check_workload(argv).map_err(|e| input(format!("workload `{}`: {e}", words::join(argv))))?;
+            let argv = with_line_options(argv, f.cpus, &background).map_err(input)?;
+            check_workload(&argv, &topologies).map_err(|e| input(format!("workload `{}`: {e}", words::join(&argv))))?;
+            workloads.push(argv);
         }
         check_limits(f.seeds.len(), f.duration_s, f.max_events).map_err(|(flag, e)| input(format!("--{flag}: {e}")))?;
         let plan = Plan {
@@ -259,7 +299,7 @@ impl Plan {
             topologies,
             variants,
             base: 0,
-            workloads: f.workloads,
+            workloads,
             seeds: f.seeds,
             duration_ns: (f.duration_s * 1e9).round() as u64,
             max_events: f.max_events,
@@ -298,6 +338,8 @@ struct RawPlan {
     max_events: Option<Spanned<u64>>,
     base: Option<Spanned<String>>,
     workloads: Option<Spanned<Vec<Spanned<String>>>>,
+    cpus: Option<Spanned<String>>,
+    background: Option<Spanned<Vec<Spanned<String>>>>,
     #[serde(default)]
     variant: Vec<RawVariant>,
 }
@@ -422,6 +464,20 @@ pub fn parse_plan(text: &str, origin: &str) -> Result<Plan, LabError> {
     if wl.get_ref().is_empty() {
         return Err(at(wl.span().start, "workloads", "empty list: give at least one workload".into()));
     }
+    let mut background = Vec::new();
+    for (i, cmd) in raw.background.as_ref().map_or(&[][..], |b| b.get_ref()).iter().enumerate() {
+        let field = format!("background[{i}]");
+        match words::split(cmd.get_ref()) {
+            Ok(w) if !w.is_empty() => background.push(w),
+            Ok(_) => return Err(at(cmd.span().start, &field, "empty command".into())),
+            Err(e) => return Err(at(cmd.span().start, &field, e)),
+        }
+    }
+    if let Some(c) = &raw.cpus {
+        runner::WorkloadLine::parse(&["--cpus".to_string(), c.get_ref().clone()])
+            .map_err(|e| at(c.span().start, "cpus", e))?;
+    }
+    let cpus = raw.cpus.as_ref().map(|c| c.get_ref().as_str());
     let mut workloads = Vec::new();
     for (i, line) in wl.get_ref().iter().enumerate() {
         let field = format!("workloads[{i}]");
@@ -429,7 +485,8 @@ pub fn parse_plan(text: &str, origin: &str) -> Result<Plan, LabError> {
         if argv.is_empty() {
             return Err(at(line.span().start, &field, "empty workload".into()));
         }
-        check_workload(&argv).map_err(|e| at(line.span().start, &field, e))?;
+        let argv = with_line_options(argv, cpus, &background).map_err(|e| at(line.span().start, &field, e))?;
+        check_workload(&argv, &topologies).map_err(|e| at(line.span().start, &field, e))?;
         if workloads.contains(&argv) {
             return Err(at(line.span().start, &field, "listed twice".into()));
         }

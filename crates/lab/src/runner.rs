@@ -18,6 +18,16 @@ pub enum Better {
     Higher,
 }
 
+/// The headline number of one workload of a run (the foreground benchmark or one beside it).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PartMetric {
+    /// The workload's command line.
+    pub workload: String,
+    pub metric_name: String,
+    pub metric: f64,
+    pub better: Better,
+}
+
 /// A workload resolved from its command line, ready to simulate.
 pub struct ResolvedWorkload {
     pub name: String,
@@ -32,17 +42,123 @@ pub struct ResolvedWorkload {
     pub metric: Box<dyn Fn(&SimReport) -> f64 + Send + Sync>,
     /// What the real tool prints (empty for rt-app, which prints nothing of its own).
     pub output: Box<dyn Fn(&SimReport) -> String + Send + Sync>,
+    /// The metrics of the background workloads, in `--background` order (empty without any).
+    pub background: Box<dyn Fn(&SimReport) -> Vec<PartMetric> + Send + Sync>,
+}
+
+/// Whether the benchmark `name` has a long option `--long` (exactly or as an unambiguous
+/// prefix, as its own getopt_long would take it). An unknown benchmark or `rtapp` has none.
+pub fn workload_has_option(name: &str, long: &str) -> bool {
+    if !workload::bench::BENCHMARKS.contains(&name) {
+        return false;
+    }
+    let argv = [name.to_string(), format!("--{long}")];
+    match workload::bench::parse_benchmark(&argv) {
+        Err(workload::bench::WorkloadError::Usage { message, .. }) => !message.starts_with("unrecognized option"),
+        _ => true,
+    }
+}
+
+/// A workload line: the options that may precede the benchmark (`--cpus LIST`, taskset-style
+/// affinity for every task of the line, and repeatable `--background 'CMD'`, a benchmark run
+/// beside it in the same simulation), then the benchmark and its own flags. The same words work
+/// in `compare --workload`, plan `workloads` lines and stored results, so a stored run carries
+/// everything that made it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WorkloadLine {
+    pub cpus: Option<String>,
+    pub background: Vec<Vec<String>>,
+    pub main: Vec<String>,
+}
+
+impl WorkloadLine {
+    /// Splits the leading options off `argv`.
+    pub fn parse(argv: &[String]) -> Result<WorkloadLine, String> {
+        let mut line = WorkloadLine::default();
+        let mut i = 0;
+        while i < argv.len() {
+            let (flag, attached) = match argv[i].split_once('=') {
+                Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
+                _ => (argv[i].as_str(), None),
+            };
+            if flag != "--cpus" && flag != "--background" {
+                break;
+            }
+            let value = match attached {
+                Some(v) => v,
+                None => {
+                    i += 1;
+                    argv.get(i).cloned().ok_or_else(|| format!("{flag}: needs a value"))?
+                }
+            };
+            i += 1;
+            if flag == "--cpus" {
+                let cpus = sim::topology::parse_cpu_list(&value).map_err(|e| format!("--cpus: {e}"))?;
+                if cpus.is_empty() {
+                    return Err("--cpus: empty CPU list".into());
+                }
+                line.cpus = Some(value);
+            } else {
+                let words = crate::words::split(&value).map_err(|e| format!("--background: {e}"))?;
+                if words.is_empty() {
+                    return Err("--background: empty command".into());
+                }
+                line.background.push(words);
+            }
+        }
+        line.main = argv[i..].to_vec();
+        Ok(line)
+    }
+
+    /// The line as words: options first, then the benchmark (what [`WorkloadLine::parse`] reads).
+    pub fn to_argv(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(c) = &self.cpus {
+            out.extend(["--cpus".to_string(), c.clone()]);
+        }
+        for b in &self.background {
+            out.extend(["--background".to_string(), crate::words::join(b)]);
+        }
+        out.extend(self.main.iter().cloned());
+        out
+    }
+
+    /// The CPUs of `--cpus`, checked against a machine of `nr_cpus` CPUs.
+    pub fn cpus_on(&self, nr_cpus: u32) -> Result<Option<Vec<u32>>, String> {
+        let Some(text) = &self.cpus else { return Ok(None) };
+        let cpus = sim::topology::parse_cpu_list(text).map_err(|e| format!("--cpus: {e}"))?;
+        if let Some(bad) = cpus.iter().find(|&&c| c >= nr_cpus) {
+            return Err(format!("--cpus {text}: CPU {bad} is not within the machine's CPUs 0-{}", nr_cpus - 1));
+        }
+        Ok(Some(cpus))
+    }
 }
 
 /// Checks a workload command line without a machine (CPU-count-dependent defaults are taken
 /// for one CPU): for validating plans before any run.
+/// `--cpus` is checked only for its syntax here; [`resolve_workload_on`] checks it against the
+/// machine.
 pub fn resolve_workload(argv: &[String]) -> Result<ResolvedWorkload, String> {
-    resolve_workload_on(argv, &[], 1)
+    let line = WorkloadLine::parse(argv)?;
+    resolve_main(&line.main, &line.background, 1)
 }
 
 /// The workloads `run`, `compare` and sweeps accept.
 pub const WORKLOADS: &[&str] =
     &["rtapp FILE.json", "hackbench", "messaging", "pipe", "schbench", "lat_ctx", "netperf", "stress-ng", "pgbench"];
+
+/// One line per workload: the name as typed and what it models (for `--help`).
+pub const WORKLOAD_HELP: &[(&str, &str)] = &[
+    ("hackbench", "rt-tests hackbench: groups of senders and receivers over pipes or sockets"),
+    ("messaging", "perf bench sched messaging: hackbench as perf ships it"),
+    ("pipe", "perf bench sched pipe: two tasks ping-ponging over a pair of pipes"),
+    ("schbench", "schbench: message and worker threads, wakeup and request latency percentiles"),
+    ("lat_ctx", "lmbench lat_ctx: a ring of processes passing a token, context-switch time"),
+    ("netperf", "netperf TCP_RR/UDP_RR/TCP_STREAM over loopback (--clients N: N concurrent pairs)"),
+    ("stress-ng", "stress-ng --cpu and friends: CPU hogs with a load percentage, bogo-ops"),
+    ("pgbench", "pgbench against a modelled PostgreSQL: clients, backends, transactions per second"),
+    ("rtapp FILE.json", "an rt-app JSON file (the subset crates/workload documents)"),
+];
 
 /// Resolves a workload command line (`rtapp FILE.json`, or a benchmark with its flags) for a
 /// machine of `nr_cpus` CPUs, with optional background benchmarks sharing the simulation (for
@@ -52,7 +168,24 @@ pub fn resolve_workload_on(
     background: &[Vec<String>],
     nr_cpus: u32,
 ) -> Result<ResolvedWorkload, String> {
+    let line = WorkloadLine::parse(argv)?;
+    let mut wl = resolve_main(&line.main, &[&line.background[..], background].concat(), nr_cpus)?;
+    wl.argv = argv.to_vec();
+    if let Some(cpus) = line.cpus_on(nr_cpus)? {
+        for t in &mut wl.tasks {
+            t.cpus = Some(cpus.clone());
+        }
+    }
+    Ok(wl)
+}
+
+fn resolve_main(argv: &[String], background: &[Vec<String>], nr_cpus: u32) -> Result<ResolvedWorkload, String> {
     let Some(name) = argv.first() else { return Err("empty workload".into()) };
+    if name.starts_with('-') {
+        return Err(format!(
+            "`{name}` is not a workload; options of a workload line (--cpus, --background) go before the benchmark"
+        ));
+    }
     if name == "rtapp" {
         if !background.is_empty() {
             return Err("--background works with benchmarks, not with rtapp files".into());
@@ -71,6 +204,7 @@ pub fn resolve_workload_on(
             better: Better::Lower,
             metric: Box::new(|r: &SimReport| r.wakeup_latency.percentiles().p99 as f64 / 1e3),
             output: Box::new(|_| String::new()),
+            background: Box::new(|_| Vec::new()),
         });
     }
     if name.ends_with(".toml") {
@@ -91,6 +225,7 @@ pub fn resolve_workload_on(
     );
     let parts = merged.parts;
     let main_for_metric = main.clone();
+    let beside: Vec<workload::bench::BenchWorkload> = parts[1..].to_vec();
     Ok(ResolvedWorkload {
         name: main.name.to_string(),
         argv: argv.to_vec(),
@@ -101,6 +236,20 @@ pub fn resolve_workload_on(
         better,
         metric: Box::new(move |r: &SimReport| main_for_metric.metric_value(r)),
         output: Box::new(move |r: &SimReport| parts.iter().map(|p| p.format_output(r)).collect::<Vec<_>>().join("\n")),
+        background: Box::new(move |r: &SimReport| {
+            beside
+                .iter()
+                .map(|p| PartMetric {
+                    workload: crate::words::join(&p.argv),
+                    metric_name: p.metric.name.to_string(),
+                    metric: p.metric_value(r),
+                    better: match p.metric.better {
+                        workload::bench::Better::Lower => Better::Lower,
+                        workload::bench::Better::Higher => Better::Higher,
+                    },
+                })
+                .collect()
+        }),
     })
 }
 
@@ -134,6 +283,9 @@ pub struct RunRecord {
     pub events: u64,
     pub counters: CounterRecord,
     pub wakeup_latency_ns: [u64; 4],
+    /// The metrics of the workloads run beside the foreground one (`--background`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub background: Vec<PartMetric>,
 }
 
 /// The run-wide counters, by their schedstat names.
@@ -179,7 +331,7 @@ impl From<&Counters> for CounterRecord {
 /// Runs one simulation. Bad input (workload, affinity) is an `Err` with a one-line message.
 pub fn run_one(req: &RunRequest) -> Result<RunRecord, String> {
     let wl = resolve_workload_on(&req.workload, &[], req.topology.nr_cpus() as u32)?;
-    let mut tasks = wl.tasks;
+    let mut tasks = wl.tasks.clone();
     if let Some(cpus) = &req.cpus {
         for t in &mut tasks {
             t.cpus = Some(cpus.clone());
@@ -191,7 +343,7 @@ pub fn run_one(req: &RunRequest) -> Result<RunRecord, String> {
         seed: req.seed,
         limits: Limits { max_events: req.max_events, max_time_ns: wl.duration_ns.unwrap_or(req.default_duration_ns) },
         tasks,
-        objects: wl.objects,
+        objects: wl.objects.clone(),
         check_invariants: false,
     };
     let report = Sim::new(setup)?.run().map_err(|v| v.to_string())?;
@@ -210,5 +362,6 @@ pub fn run_one(req: &RunRequest) -> Result<RunRecord, String> {
         events: report.events,
         counters: CounterRecord::from(&report.counters),
         wakeup_latency_ns: [lat.p50, lat.p90, lat.p99, lat.max],
+        background: (wl.background)(&report),
     })
 }

@@ -114,6 +114,9 @@ pub struct TTest {
     pub t: f64,
     pub df: f64,
     pub p: f64,
+    /// The two-sided 95 % confidence interval of `mean_diff`: `mean_diff ± t(0.975, df)·se`
+    /// (a point when the standard error is 0).
+    pub ci95: [f64; 2],
 }
 
 /// Student's paired t-test of `after[i] − before[i]` against 0, two-sided. Needs at least two
@@ -132,7 +135,8 @@ pub fn paired_t(before: &[f64], after: &[f64]) -> Option<TTest> {
     let df = (n - 1) as f64;
     let se = stddev(&d) / (n as f64).sqrt();
     let (t, p) = t_and_p(mean_diff, se, df)?;
-    Some(TTest { kind: TestKind::PairedT, n, mean_diff, t, df, p })
+    let ci95 = ci95(mean_diff, se, df)?;
+    Some(TTest { kind: TestKind::PairedT, n, mean_diff, t, df, p, ci95 })
 }
 
 /// Welch's t-test of `b` against `a` (t > 0 when b's mean is larger), two-sided, with the
@@ -148,7 +152,8 @@ pub fn welch_t(a: &[f64], b: &[f64]) -> Option<TTest> {
     let df =
         if va + vb == 0.0 { na + nb - 2.0 } else { (va + vb).powi(2) / (va * va / (na - 1.0) + vb * vb / (nb - 1.0)) };
     let (t, p) = t_and_p(mean_diff, se, df)?;
-    Some(TTest { kind: TestKind::WelchT, n: a.len().min(b.len()), mean_diff, t, df, p })
+    let ci95 = ci95(mean_diff, se, df)?;
+    Some(TTest { kind: TestKind::WelchT, n: a.len().min(b.len()), mean_diff, t, df, p, ci95 })
 }
 
 /// t = diff/se and its two-sided p-value; a zero standard error gives t = ±∞, p = 0, or t = 0,
@@ -167,9 +172,31 @@ fn t_and_p(diff: f64, se: f64, df: f64) -> Option<(f64, f64)> {
     Some((t, p))
 }
 
+/// `diff ± t(0.975, df)·se`, the two-sided 95 % interval of a t statistic's numerator.
+fn ci95(diff: f64, se: f64, df: f64) -> Option<[f64; 2]> {
+    if se == 0.0 {
+        return Some([diff, diff]);
+    }
+    let half = StudentsT::new(0.0, 1.0, df).ok()?.inverse_cdf(0.975) * se;
+    Some([diff - half, diff + half])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paired_interval_matches_r() {
+        // R: t.test(c(2,4,3,5,6), c(1,2,3,4,5), paired = TRUE):
+        // mean difference 1, t = 3.1623, df = 4, p = 0.03411, 95 % CI 0.122011 .. 1.877989
+        // (1 -/+ qt(0.975, 4) * sqrt(0.5/5) = 1 -/+ 2.776445 * 0.3162278).
+        let t = paired_t(&[1.0, 2.0, 3.0, 4.0, 5.0], &[2.0, 4.0, 3.0, 5.0, 6.0]).unwrap();
+        assert!((t.t - 3.162278).abs() < 1e-5, "{t:?}");
+        assert!((t.p - 0.03411).abs() < 1e-4, "{t:?}");
+        assert!((t.ci95[0] - 0.122011).abs() < 1e-6 && (t.ci95[1] - 1.877989).abs() < 1e-6, "{t:?}");
+        let same = paired_t(&[1.0, 2.0, 3.0], &[2.0, 3.0, 4.0]).unwrap();
+        assert_eq!((same.p, same.ci95), (0.0, [1.0, 1.0]));
+    }
 
     #[test]
     fn quantiles_type_7() {

@@ -136,11 +136,21 @@ fn every_format_carries_seeds_and_reproduce_line() {
         compare::build(&samples(&template(), Better::Lower, &seeded(&BASE), &seeded(&faster)), &sel(), OPTS).unwrap();
     let table = report::render(&c, Format::Table);
     assert!(table.contains("seeds 1..5") && table.contains("# reproduce: schedlab compare"), "{table}");
-    assert!(table.contains("+10.00% (I)"), "{table}");
+    // The variant's row: label, median ... %chg, mark, the 95 % interval and the p-value.
+    let row = table.lines().find(|l| l.starts_with("B ")).expect("a row for B");
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cells[5..7], ["+10.00%", "(I)"], "{table}");
+    assert!(cells[7].starts_with('[') && cells[8].ends_with(']'), "{row}");
+    assert!(cells[9].parse::<f64>().is_ok_and(|p| p < 0.05) || cells[9] == "<0.0001", "{row}");
+    assert!(table.contains("# A = A: v7.3 (base)") && table.contains("# B = B: v7.3 NEXT_BUDDY"), "{table}");
     assert!(table.contains("nr_wakeup_preemptions"));
+    assert!(table.is_ascii(), "the default table pastes into a plain-text email: {table}");
+    assert!(table.lines().all(|l| l.len() <= report::TEXT_WIDTH), "{table}");
+    let boxed = report::render(&c, Format::Box);
+    assert!(boxed.contains('┆') && boxed.contains("+10.00%"), "{boxed}");
     let md = report::render(&c, Format::Markdown);
     assert!(
-        md.contains("| synthetic | smp:2 |") && md.contains("+10.00% (I)") && md.contains("--seed 1 --runs 5"),
+        md.contains("**synthetic on smp:2") && md.contains("| +10.00% | (I) |") && md.contains("--seed 1 --runs 5"),
         "{md}"
     );
     let csv = report::render(&c, Format::Csv);
@@ -154,6 +164,8 @@ fn every_format_carries_seeds_and_reproduce_line() {
     let v = &json["groups"][0]["variants"][0];
     assert_eq!(v["mark"], "(I)");
     assert_eq!(v["test"]["kind"], "paired-t");
+    let ci = v["change_ci95_pct"].as_array().unwrap();
+    assert!(ci[0].as_f64().unwrap() <= ci[1].as_f64().unwrap());
     assert!(v["counters"]["nr_switches"].is_number());
 }
 
@@ -166,6 +178,8 @@ fn rtapp_plan(seeds: Vec<u64>) -> Plan {
         seeds,
         duration_s: 0.2,
         max_events: 50_000_000,
+        cpus: None,
+        background: &[],
     })
     .unwrap()
 }
@@ -196,6 +210,8 @@ fn same_output_on_one_and_several_threads() {
     let one = compare_on_threads(&plan, 1);
     let three = compare_on_threads(&plan, 3);
     assert_eq!(one, three);
-    assert!(one[0].contains("v7.3+next-buddy-eevdf %change"), "{}", one[0]);
+    assert!(one[0].contains("# B = v7.3 +next-buddy-eevdf\n"), "{}", one[0]);
+    assert!(one[0].contains("# C = NO_DELAY_DEQUEUE: v7.3 NO_DELAY_DEQUEUE\n"), "{}", one[0]);
+    assert!(one[0].lines().all(|l| l.len() <= report::TEXT_WIDTH), "{}", one[0]);
     assert!(one[0].contains("rtapp") && one[0].contains("periodic.json"));
 }

@@ -71,6 +71,11 @@
 //! `my.toml:14: field `llc`: cpu 3: 1 differs from 0 of its SMT sibling CPU 2: SMT siblings
 //! share their LLC`.
 //!
+//! # Topology specs
+//!
+//! [`resolve_topology`] reads what `--topology` takes: a preset, `smp:N`, `host` or a file,
+//! optionally restricted with `:cpus=LIST` and `:nodes=LIST` (see `slice.rs`).
+//!
 //! # Cost files
 //!
 //! `--cost-file` takes a TOML file with only a `[costs]` table of `key = nanoseconds`;
@@ -85,9 +90,11 @@
 mod cost_file;
 mod error;
 mod host;
+mod slice;
 mod topology_file;
 
 pub use cost_file::{load_cost_file, parse_cost_toml};
 pub use error::MachineError;
 pub use host::{host_topology, host_topology_from};
+pub use slice::{resolve_topology, restrict};
 pub use topology_file::{load_topology_file, parse_topology_toml};

@@ -244,11 +244,34 @@ pub fn parse_run_json(path: &Path, text: &str) -> Result<RunJson, String> {
         events: u64_field(&v, path, "sim.events")?,
         counters,
         wakeup_latency_ns: [lat("p50")?, lat("p90")?, lat("p99")?, lat("max")?],
+        background: background_metrics(&v, path)?,
     };
     // Run files carry no plan limits: every file falls in the group of its topology and
     // workload.
     let key = RunKey { spec: label.clone(), topology, workload, seed, duration_ns: 0, max_events: 0 };
     Ok(RunJson { path: path.to_path_buf(), label, key, record, command })
+}
+
+/// The `background` array of a `run --json` file (absent: none).
+fn background_metrics(v: &serde_json::Value, path: &Path) -> Result<Vec<lab::runner::PartMetric>, String> {
+    let Some(list) = v.get("background").and_then(|b| b.as_array()) else { return Ok(Vec::new()) };
+    let bad =
+        |i: usize, f: &str| format!("{}: field `background[{i}].{f}` is missing or of the wrong type", path.display());
+    let mut out = Vec::new();
+    for (i, b) in list.iter().enumerate() {
+        let metric = b.get("metric").ok_or_else(|| bad(i, "metric"))?;
+        out.push(lab::runner::PartMetric {
+            workload: b.get("workload").and_then(|w| w.as_str()).ok_or_else(|| bad(i, "workload"))?.to_string(),
+            metric_name: metric.get("name").and_then(|w| w.as_str()).ok_or_else(|| bad(i, "metric.name"))?.to_string(),
+            metric: metric.get("value").and_then(|w| w.as_f64()).unwrap_or(f64::NAN),
+            better: match metric.get("better").and_then(|w| w.as_str()) {
+                Some("lower") => Better::Lower,
+                Some("higher") => Better::Higher,
+                _ => return Err(bad(i, "metric.better")),
+            },
+        });
+    }
+    Ok(out)
 }
 
 /// Reads `run --json` files. The base is the variant of the first file; the other variants
