@@ -35,6 +35,10 @@ pub struct NativeArgs {
     /// Also print the per-task table.
     #[arg(long)]
     pub tasks: bool,
+    /// Run the built-in workers even when the real tool (perf, hackbench, lat_ctx, netperf,
+    /// stress-ng) is installed.
+    #[arg(long)]
+    pub builtin: bool,
     /// The workload and its own flags: `pipe -l 100000`, `hackbench -g 4 -l 100`.
     #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "WORKLOAD")]
     pub workload: Vec<String>,
@@ -74,6 +78,9 @@ pub struct ValidateArgs {
     /// First seed of the simulated runs (seeds SEED..SEED+runs).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Run the built-in workers natively even when the real tool is installed.
+    #[arg(long)]
+    pub builtin: bool,
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -96,7 +103,9 @@ pub struct CalibrateArgs {
     pub scale: f64,
 }
 
-/// Ctrl-C during a native run: kill and reap the children, remove the ftrace instance, exit 130.
+/// Ctrl-C, SIGTERM or SIGHUP during a native run (the `ctrlc` crate's `termination` feature):
+/// kill and reap the children and the real tools' process groups, remove the ftrace instance,
+/// exit 130.
 fn install_interrupt_handler() {
     let _ = ctrlc::set_handler(|| {
         native::interrupt();
@@ -167,10 +176,11 @@ fn counters(r: &NativeRun) -> NativeCounters {
             None
         })
     };
+    let (all, vol, inv) = r.switches();
     let mut values = vec![
-        ("nr_switches", Some(sum(&|t| t.nr_switches))),
-        ("nr_voluntary_switches", Some(sum(&|t| t.nr_voluntary_switches))),
-        ("nr_involuntary_switches", Some(sum(&|t| t.nr_involuntary_switches))),
+        ("nr_switches", Some(all)),
+        ("nr_voluntary_switches", Some(vol)),
+        ("nr_involuntary_switches", Some(inv)),
         ("nr_migrations", Some(sum(&|t| t.nr_migrations))),
     ];
     values.push(("nr_wakeups", via_trace("nr_wakeups", an.map(|a| a.nr_wakeups), &mut unavailable)));
@@ -212,6 +222,9 @@ fn reproduce_native(a: &NativeArgs) -> String {
     if a.trace || a.trace_out.is_some() {
         cmd += " --trace";
     }
+    if a.builtin {
+        cmd += " --builtin";
+    }
     cmd + " " + &a.workload.join(" ")
 }
 
@@ -223,7 +236,8 @@ pub fn native(a: &NativeArgs) -> anyhow::Result<()> {
     install_interrupt_handler();
     let pin = parse_pin(&a.pin)?;
     let traced = a.trace || a.trace_out.is_some();
-    let opts = NativeOptions { pin: pin.clone(), trace_buffer_kb: traced.then_some(a.trace_buffer_kb) };
+    let opts =
+        NativeOptions { pin: pin.clone(), trace_buffer_kb: traced.then_some(a.trace_buffer_kb), builtin: a.builtin };
     let started = std::time::Instant::now();
     let r = native::run_native(&a.workload, &opts).map_err(native_error)?;
     let wall_ms = started.elapsed().as_secs_f64() * 1e3;
@@ -255,6 +269,10 @@ pub fn native(a: &NativeArgs) -> anyhow::Result<()> {
         native::host::nr_cpus(),
         pin.as_ref().map_or(String::new(), |p| format!(", pinned to {p:?}"))
     )?;
+    writeln!(out, "# ran: {}", r.runner)?;
+    if let Some(n) = &r.note {
+        writeln!(out, "# note: {n}")?;
+    }
     writeln!(out, "# reproduce: {}", reproduce_native(a))?;
     if a.tasks {
         writeln!(
@@ -281,8 +299,14 @@ pub fn native(a: &NativeArgs) -> anyhow::Result<()> {
     }
     let get = |k: &str| c.values.iter().find(|(n, _)| *n == k).and_then(|(_, v)| *v);
     let show = |k: &str| get(k).map_or("n/a".to_string(), |v| v.to_string());
-    let ops = r.ops.max(1) as f64;
-    writeln!(out, "measured {:.6} s, {} tasks, {} {}s", r.elapsed_ns as f64 / 1e9, r.tasks.len(), r.ops, r.op_name)?;
+    let ops = r.ops.unwrap_or(get_switches(&r)).max(1) as f64;
+    writeln!(
+        out,
+        "measured {:.6} s, {} tasks, {}",
+        r.elapsed_ns as f64 / 1e9,
+        r.tasks.len(),
+        r.ops.map_or("the tool sized its own run".into(), |n| format!("{n} {}s", r.op_name))
+    )?;
     writeln!(
         out,
         "switches {} (voluntary {}, involuntary {}), wakeups {} (local {}, remote {}, migrate {}), migrations {}, IPIs {} (system-wide)",
@@ -297,14 +321,22 @@ pub fn native(a: &NativeArgs) -> anyhow::Result<()> {
         show("nr_ipis"),
     )?;
     let run_delay: u64 = r.tasks.iter().map(|t| t.run_delay_ns).sum();
-    writeln!(
-        out,
-        "per {}: {:.3} switches, {:.3} migrations; run delay {:.3} ms in total",
-        r.op_name,
-        get("nr_switches").unwrap_or(0) as f64 / ops,
-        get("nr_migrations").unwrap_or(0) as f64 / ops,
-        run_delay as f64 / 1e6
-    )?;
+    match r.ops {
+        Some(_) => writeln!(
+            out,
+            "per {}: {:.3} switches, {:.3} migrations; run delay {:.3} ms in total",
+            r.op_name,
+            get("nr_switches").unwrap_or(0) as f64 / ops,
+            get("nr_migrations").unwrap_or(0) as f64 / ops,
+            run_delay as f64 / 1e6
+        )?,
+        None => writeln!(
+            out,
+            "involuntary share {:.3}; run delay {:.3} ms in total",
+            get("nr_involuntary_switches").unwrap_or(0) as f64 / ops,
+            run_delay as f64 / 1e6
+        )?,
+    }
     let idle = r
         .idle_ns_per_cpu
         .as_ref()
@@ -338,6 +370,10 @@ pub fn native(a: &NativeArgs) -> anyhow::Result<()> {
         writeln!(out, "unavailable on this kernel: {}", names.join(", "))?;
     }
     Ok(())
+}
+
+fn get_switches(r: &NativeRun) -> u64 {
+    r.switches().0
 }
 
 fn task_json(t: &TaskSample, an: Option<&schedtrace::Analysis>) -> Value {
@@ -403,6 +439,8 @@ fn json_report(
             "wall_ms": (wall_ms * 1000.0).round() / 1000.0,
             "ops": r.ops,
             "op": r.op_name,
+            "runner": r.runner,
+            "note": r.note,
             "pin": parse_pin(&a.pin).ok().flatten(),
             "schedstats": r.schedstats,
             "trace": r.trace.as_ref().map(|t| json!({
@@ -419,143 +457,12 @@ fn json_report(
     })
 }
 
-/// One run's figures, on either side.
-#[derive(Clone, Copy, Debug, Default)]
-struct Figures {
-    metric: f64,
-    switches_per_op: f64,
-    involuntary_share: f64,
-    migrations_per_op: f64,
-    wakeups_per_op: Option<f64>,
-    lat_p50_us: Option<f64>,
-    lat_p99_us: Option<f64>,
-    wakee_on_waker: Option<f64>,
-}
-
-fn native_figures(r: &NativeRun) -> Figures {
-    let ops = r.ops.max(1) as f64;
-    let sw: u64 = r.tasks.iter().map(|t| t.nr_switches).sum();
-    let inv: u64 = r.tasks.iter().map(|t| t.nr_involuntary_switches).sum();
-    let mig: u64 = r.tasks.iter().map(|t| t.nr_migrations).sum();
-    let an = r.analysis.as_ref();
-    Figures {
-        metric: r.metric,
-        switches_per_op: sw as f64 / ops,
-        involuntary_share: inv as f64 / sw.max(1) as f64,
-        migrations_per_op: mig as f64 / ops,
-        wakeups_per_op: an.map(|a| a.nr_wakeups as f64 / ops),
-        lat_p50_us: an.map(|a| a.wakeup_latency_ns().p50 as f64 / 1e3),
-        lat_p99_us: an.map(|a| a.wakeup_latency_ns().p99 as f64 / 1e3),
-        wakee_on_waker: an.and_then(|a| a.wakee_on_waker_cpu()),
-    }
-}
-
-fn sim_figures(rec: &lab::runner::RunRecord, ops: u64) -> Figures {
-    let c = &rec.counters;
-    let ops = ops.max(1) as f64;
-    let paired = c.nr_wakeups_local + c.nr_wakeups_remote;
-    Figures {
-        metric: rec.metric,
-        switches_per_op: c.nr_switches as f64 / ops,
-        involuntary_share: c.nr_involuntary_switches as f64 / c.nr_switches.max(1) as f64,
-        migrations_per_op: c.nr_migrations as f64 / ops,
-        wakeups_per_op: Some(c.nr_wakeups as f64 / ops),
-        lat_p50_us: Some(rec.wakeup_latency_ns[0] as f64 / 1e3),
-        lat_p99_us: Some(rec.wakeup_latency_ns[2] as f64 / 1e3),
-        wakee_on_waker: (paired > 0).then(|| c.nr_wakeups_local as f64 / paired as f64),
-    }
-}
-
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    v.retain(|x| x.is_finite());
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
-}
-
-/// One row of the validation table.
-struct Row {
-    name: String,
-    native: Option<(f64, f64, f64)>,
-    sim: Option<f64>,
-}
-
-impl Row {
-    fn ratio(&self) -> Option<f64> {
-        match (self.native, self.sim) {
-            (Some((n, _, _)), Some(s)) if n != 0.0 => Some(s / n),
-            _ => None,
-        }
-    }
-    /// The model is further from the native median than the native runs are from each other.
-    fn off(&self) -> bool {
-        match (self.native, self.sim) {
-            (Some((n, lo, hi)), Some(s)) => (s - n).abs() > (hi - lo),
-            _ => false,
-        }
-    }
-}
-
-fn rows(metric_name: &str, op: &str, nat: &[Figures], sim: &[Figures]) -> Vec<Row> {
-    type Get = fn(&Figures) -> Option<f64>;
-    let defs: [(String, Get); 8] = [
-        (metric_name.to_string(), |f| Some(f.metric)),
-        (format!("switches/{op}"), |f| Some(f.switches_per_op)),
-        ("involuntary share".into(), |f| Some(f.involuntary_share)),
-        (format!("migrations/{op}"), |f| Some(f.migrations_per_op)),
-        (format!("wakeups/{op}"), |f| f.wakeups_per_op),
-        ("wakeup lat p50 us".into(), |f| f.lat_p50_us),
-        ("wakeup lat p99 us".into(), |f| f.lat_p99_us),
-        ("wakee on waker CPU".into(), |f| f.wakee_on_waker),
-    ];
-    defs.into_iter()
-        .map(|(name, get)| {
-            let nv: Vec<f64> = nat.iter().filter_map(get).collect();
-            let native = median(nv.clone()).map(|m| {
-                (
-                    m,
-                    nv.iter().copied().fold(f64::INFINITY, f64::min),
-                    nv.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-                )
-            });
-            let sim = median(sim.iter().filter_map(get).collect());
-            Row { name, native, sim }
-        })
-        .collect()
-}
-
-fn num(v: f64) -> String {
-    let a = v.abs();
-    if a == 0.0 {
-        "0".into()
-    } else if a >= 1000.0 {
-        format!("{v:.0}")
-    } else if a >= 10.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.4}")
-    }
-}
-
 pub fn validate(a: &ValidateArgs) -> anyhow::Result<()> {
     install_interrupt_handler();
     if a.runs == 0 {
         return user("--runs: must be at least 1");
     }
     let pin = parse_pin(&a.pin)?;
-    let wl = workload::bench::parse_benchmark_on(&a.workload, native::host::nr_cpus() as u32)
-        .map_err(|e| UserError(e.to_string()))?;
-    let Some((ops, op)) = native::run::operations(&wl) else {
-        return user(format!(
-            "validate runs {} (native mode does not run `{}` yet)",
-            native::run::NATIVE_WORKLOADS.join(", "),
-            wl.name
-        ));
-    };
-    // The model first: bad model input fails before any native run.
     let sim_args = SimArgs {
         topology: a.topology.clone(),
         kernel: a.kernel.clone(),
@@ -570,48 +477,37 @@ pub fn validate(a: &ValidateArgs) -> anyhow::Result<()> {
     };
     let cfg = setup::sched_config(&sim_args)?;
     let topo = setup::topology(&sim_args)?;
-    let variant = sim::kernel::Variant { spec: a.kernel.clone(), config: cfg.clone(), patches: vec![] };
     let cpus = match &a.pin {
         Some(list) => Some(setup::cpu_list(list, topo.nr_cpus() as u32)?),
         None => None,
     };
-    use rayon::prelude::*;
-    let sim_records: Vec<lab::runner::RunRecord> = (0..u64::from(a.runs))
-        .into_par_iter()
-        .map(|i| {
-            lab::runner::run_one(&lab::runner::RunRequest {
-                variant: variant.clone(),
-                topology: topo.clone(),
-                workload: a.workload.clone(),
-                seed: a.seed + i,
-                default_duration_ns: 10_000_000_000,
-                max_events: 2_000_000_000,
-                cpus: cpus.clone(),
-            })
-        })
-        .collect::<Result<_, _>>()
-        .map_err(UserError)?;
-    let opts = NativeOptions { pin, trace_buffer_kb: a.trace.then_some(a.trace_buffer_kb) };
-    let mut nat = Vec::new();
-    let mut lost = 0;
+    let req = native::validate::Request {
+        workload: a.workload.clone(),
+        runs: a.runs,
+        native: NativeOptions { pin, trace_buffer_kb: a.trace.then_some(a.trace_buffer_kb), builtin: a.builtin },
+        variant: sim::kernel::Variant { spec: a.kernel.clone(), config: cfg.clone(), patches: vec![] },
+        topology: topo.clone(),
+        seed: a.seed,
+        cpus,
+    };
     let progress = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    for i in 0..a.runs {
+    let v = native::validate::validate(&req, |i| {
         if progress {
             eprint!("\rnative run {}/{}", i + 1, a.runs);
         }
-        let r = native::run_native(&a.workload, &opts).map_err(native_error)?;
-        lost += r.trace.as_ref().map_or(0, |t| t.dropped + t.overrun);
-        nat.push(native_figures(&r));
-    }
+    })
+    .map_err(|e| match e {
+        native::validate::ValidateError::Model(m) => UserError(m).into(),
+        native::validate::ValidateError::Native(e) => native_error(e),
+    })?;
     if progress {
         eprintln!();
     }
-    let sim: Vec<Figures> = sim_records.iter().map(|r| sim_figures(r, ops)).collect();
-    let table = rows(wl.metric.name, op, &nat, &sim);
     let release = native::host::host_release().unwrap_or_default();
     let mut out = std::io::stdout().lock();
     if a.json {
-        let rows: Vec<Value> = table
+        let rows: Vec<Value> = v
+            .rows
             .iter()
             .map(|r| {
                 json!({
@@ -622,27 +518,33 @@ pub fn validate(a: &ValidateArgs) -> anyhow::Result<()> {
                     "sim_median": r.sim,
                     "ratio": r.ratio(),
                     "outside_native_spread": r.off(),
+                    "ok": r.verdict(),
                 })
             })
             .collect();
-        let v = json!({
+        let j = json!({
             "schedlab_version": env!("CARGO_PKG_VERSION"),
-            "workload": { "name": wl.name, "argv": a.workload },
+            "workload": { "name": a.workload[0], "argv": a.workload },
             "runs": a.runs,
-            "native": { "kernel": release, "pin": a.pin, "trace": a.trace, "lost_events": lost },
+            "native": { "kernel": release, "pin": a.pin, "trace": a.trace, "lost_events": v.lost_events,
+                        "runner": v.runner, "note": v.note },
             "sim": { "topology": topo.name, "kernel": cfg.kernel, "preempt": cfg.preempt.name(), "hz": cfg.hz,
                      "seeds": [a.seed, a.seed + u64::from(a.runs) - 1], "cost_file": a.cost_file },
             "rows": rows,
         });
-        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+        writeln!(out, "{}", serde_json::to_string_pretty(&j)?)?;
         return Ok(());
     }
     writeln!(out, "# validate {}: {} native runs vs {} simulated seeds", a.workload.join(" "), a.runs, a.runs)?;
     writeln!(
         out,
-        "# native: kernel {release}{}",
-        a.pin.as_ref().map_or(String::new(), |p| format!(", pinned to {p}"))
+        "# native: kernel {release}{}; ran {}",
+        a.pin.as_ref().map_or(String::new(), |p| format!(", pinned to {p}")),
+        v.runner
     )?;
+    if let Some(n) = &v.note {
+        writeln!(out, "# note: {n}")?;
+    }
     writeln!(
         out,
         "# model:  topology {} kernel {} preempt {} hz {}{}, seeds {}..{}",
@@ -654,33 +556,21 @@ pub fn validate(a: &ValidateArgs) -> anyhow::Result<()> {
         a.seed,
         a.seed + u64::from(a.runs) - 1
     )?;
+    write!(out, "{}", native::validate::render_rows(&v.rows))?;
     writeln!(
         out,
-        "{:<22} {:>12} {:>23} {:>12} {:>9}",
-        "quantity", "native med", "native min-max", "sim med", "sim/nat"
+        "check: metric inside the native min-max or within 1.3x; involuntary share within 0.1; wakeups within 15 %; \
+         * = further from the native median than the native spread"
     )?;
-    for r in &table {
-        let (n, spread) = match r.native {
-            Some((m, lo, hi)) => (num(m), format!("{}-{}", num(lo), num(hi))),
-            None => ("n/a".into(), "".into()),
-        };
-        writeln!(
-            out,
-            "{:<22} {:>12} {:>23} {:>12} {:>9} {}",
-            r.name,
-            n,
-            spread,
-            r.sim.map_or("n/a".into(), num),
-            r.ratio().map_or("".into(), |x| format!("{x:.2}")),
-            if r.off() { "*" } else { "" }
-        )?;
-    }
-    writeln!(out, "* the model is further from the native median than the native min-max spread")?;
     if !a.trace {
         writeln!(out, "(wakeups, wakeup latency and wakee placement natively need --trace: schedstats are off)")?;
     }
-    if lost > 0 {
-        writeln!(out, "ftrace lost {lost} events (buffer full): trace rows cover the start of the runs only")?;
+    if v.lost_events > 0 {
+        writeln!(
+            out,
+            "ftrace lost {} events (buffer full): trace rows cover the start of the runs only",
+            v.lost_events
+        )?;
     }
     Ok(())
 }

@@ -1,4 +1,5 @@
-//! What a native run must undo on every exit path: its forked children and its ftrace instance.
+//! What a native run must undo on every exit path: its forked children, the real tools it
+//! started (process groups) and its ftrace instance.
 //!
 //! Every child is registered here the moment it is forked (the registry lock is held across the
 //! `fork()`, so an interrupt cannot slip between the fork and the registration) and
@@ -16,6 +17,9 @@ use rustix::process::{Pid, Signal, WaitOptions};
 
 static CHILDREN: Mutex<Vec<Pid>> = Mutex::new(Vec::new());
 static TRACE_INSTANCES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+/// Real tools (perf, hackbench, lat_ctx, netserver...), each the leader of its own process
+/// group, so one signal reaches the workers it forked.
+static TOOL_GROUPS: Mutex<Vec<Pid>> = Mutex::new(Vec::new());
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 /// Held for the whole of [`interrupt`], so another thread can wait for it to finish.
 static CLEANING: Mutex<()> = Mutex::new(());
@@ -33,6 +37,28 @@ pub(crate) fn spawn_child<F: FnOnce() -> i32>(child: F) -> std::io::Result<Pid> 
 pub(crate) fn forget_child(pid: Pid) {
     let mut reg = CHILDREN.lock().unwrap_or_else(|e| e.into_inner());
     reg.retain(|&p| p != pid);
+}
+
+/// Registers a real tool's process group (its leader's pid) to kill on interrupt.
+pub(crate) fn register_group(pid: Pid) {
+    TOOL_GROUPS.lock().unwrap_or_else(|e| e.into_inner()).push(pid);
+}
+
+/// Forgets a tool group once its leader has been reaped.
+pub(crate) fn forget_group(pid: Pid) {
+    TOOL_GROUPS.lock().unwrap_or_else(|e| e.into_inner()).retain(|&p| p != pid);
+}
+
+/// Kills (SIGKILL) every registered tool group and reaps the leaders.
+pub(crate) fn kill_groups() {
+    let mut reg = TOOL_GROUPS.lock().unwrap_or_else(|e| e.into_inner());
+    for &pid in reg.iter() {
+        let _ = rustix::process::kill_process_group(pid, Signal::KILL);
+    }
+    for &pid in reg.iter() {
+        let _ = rustix::process::waitpid(Some(pid), WaitOptions::empty());
+    }
+    reg.clear();
 }
 
 /// Registers an ftrace instance directory to remove on interrupt.
@@ -64,6 +90,7 @@ pub fn interrupt() {
     INTERRUPTED.store(true, Ordering::SeqCst);
     let _cleaning = CLEANING.lock().unwrap_or_else(|e| e.into_inner());
     kill_children();
+    kill_groups();
     let dirs: Vec<PathBuf> = std::mem::take(&mut *TRACE_INSTANCES.lock().unwrap_or_else(|e| e.into_inner()));
     for dir in dirs {
         crate::ftrace::remove_instance(&dir);

@@ -93,6 +93,18 @@ fn remove_stale_instances(root: &Path) {
     }
 }
 
+/// Removes instances left by killed runs when tracefs is mounted (never mounts it): every
+/// native run calls it at its start, traced or not.
+pub fn remove_stale_instances_if_mounted() {
+    let Ok(mounts) = std::fs::read_to_string("/proc/mounts") else { return };
+    for line in mounts.lines() {
+        let mut f = line.split_whitespace();
+        if let (_, Some(dir), Some("tracefs")) = (f.next(), f.next(), f.next()) {
+            remove_stale_instances(Path::new(dir));
+        }
+    }
+}
+
 /// A trace capture in progress.
 pub struct TraceSession {
     dir: PathBuf,

@@ -8,6 +8,9 @@
 //! * [`ftrace`] records `sched_*` events in a private tracefs instance;
 //! * [`host`] maps the running kernel onto a simulator preset (`--kernel host`) and samples
 //!   system-wide idle time and IPIs;
+//! * [`tools`] drives the real tools (perf, rt-tests, lmbench, netperf, stress-ng) when they
+//!   are installed;
+//! * [`validate`] runs a benchmark natively and in the model and compares them;
 //! * [`calibrate`] measures the host's costs and writes a `--cost-file`;
 //! * [`interrupt`] undoes a run in progress (the CLI calls it from its Ctrl-C handler).
 //!
@@ -20,7 +23,9 @@ pub mod host;
 pub mod procfs;
 pub mod run;
 pub mod sys;
+pub mod tools;
 pub mod trace;
+pub mod validate;
 pub mod workers;
 
 pub use cleanup::interrupt;

@@ -31,6 +31,7 @@ use workload::bench::{BenchParams, BenchWorkload};
 use crate::cleanup::{self, ChildGuard};
 use crate::ftrace::{Captured, TraceSession};
 use crate::procfs::{self, TaskSample};
+use crate::tools::{Choice, ToolCommand};
 use crate::workers::{self, Gate, mono_ns};
 
 /// How to run a workload natively.
@@ -41,6 +42,8 @@ pub struct NativeOptions {
     pub pin: Option<Vec<u32>>,
     /// Record scheduler events with ftrace (`--trace`), per-CPU buffer in KiB.
     pub trace_buffer_kb: Option<u32>,
+    /// Run the built-in workers even when the real tool is installed.
+    pub builtin: bool,
 }
 
 /// The result of one native run.
@@ -56,8 +59,10 @@ pub struct NativeRun {
     pub metric: f64,
     /// What the tool prints.
     pub output: String,
-    /// Operations as the benchmark defines them (pipe: loops; hackbench: messages).
-    pub ops: u64,
+    /// Operations as the benchmark defines them (pipe: loops; hackbench: messages); `None`
+    /// when the tool sizes its own run (lat_ctx, stress-ng, netperf): per-operation figures are
+    /// then per switch.
+    pub ops: Option<u64>,
     /// What one operation is.
     pub op_name: &'static str,
     /// Every task of the workload, main first, then in creation order.
@@ -72,18 +77,156 @@ pub struct NativeRun {
     pub analysis: Option<schedtrace::Analysis>,
     /// Whether `/proc/<pid>/sched` carried schedstats counters.
     pub schedstats: bool,
+    /// What ran: the real tool (`perf 6.1 bench sched pipe, the one-token worker`) or
+    /// `built-in workers`.
+    pub runner: String,
+    /// Why the built-in workers ran instead of the real tool.
+    pub note: Option<String>,
+    /// A real tool's whole-tree (voluntary, involuntary) switches from `getrusage`: exact, where
+    /// the per-task readings of `tasks` may miss a worker's last milliseconds.
+    pub switch_totals: Option<(u64, u64)>,
 }
 
-/// The benchmarks native mode can run.
+impl NativeRun {
+    /// (all, voluntary, involuntary) switches of the benchmark's tasks.
+    pub fn switches(&self) -> (u64, u64, u64) {
+        let (v, i) = self.switch_totals.unwrap_or_else(|| {
+            (
+                self.tasks.iter().map(|t| t.nr_voluntary_switches).sum(),
+                self.tasks.iter().map(|t| t.nr_involuntary_switches).sum(),
+            )
+        });
+        (v + i, v, i)
+    }
+}
+
+/// The benchmarks native mode has built-in workers for (the others need their real tool).
 pub const NATIVE_WORKLOADS: &[&str] = &["pipe", "hackbench", "messaging"];
 
-/// Parses and runs a benchmark command line natively. Errors are one-line messages; a bad
-/// command line is reported as the simulator would report it.
+/// Parses and runs a benchmark command line natively: with the real tool when it is installed
+/// and can run what was asked ([`crate::tools::choose`]), else with the built-in workers (the
+/// run's `note` says why). Errors are one-line messages; a bad command line is reported as the
+/// simulator would report it.
 pub fn run_native(argv: &[String], opts: &NativeOptions) -> Result<NativeRun, NativeError> {
     let nr_cpus = crate::host::nr_cpus();
     let wl =
         workload::bench::parse_benchmark_on(argv, nr_cpus as u32).map_err(|e| NativeError::Usage(e.to_string()))?;
-    let plan = match &wl.params {
+    if let Some(cpus) = &opts.pin
+        && let Some(bad) = cpus.iter().find(|&&c| c as usize >= nr_cpus)
+    {
+        return Err(NativeError::Usage(format!("--pin: CPU {bad} is not online (this machine has {nr_cpus})")));
+    }
+    let choice = if opts.builtin {
+        Choice::Builtin("--builtin: the built-in workers were asked for".into())
+    } else {
+        crate::tools::choose(&wl, argv)
+    };
+    let (exec, note) = match choice {
+        Choice::Real(cmd) => (Exec::Real(cmd), None),
+        Choice::Builtin(why) => match builtin_plan(&wl) {
+            Some(plan) => (Exec::Builtin(plan), Some(format!("built-in workers: {why}"))),
+            None => {
+                return Err(NativeError::Usage(format!(
+                    "native mode runs `{}` only with the real tool, and {why} (built-in workers: {})",
+                    wl.name,
+                    NATIVE_WORKLOADS.join(", ")
+                )));
+            }
+        },
+    };
+    if let Exec::Builtin(Plan::Groups { transport: Transport::TcpLoopback, .. }) = exec {
+        return Err(NativeError::Usage("hackbench: -i/--inet (TCP) is not supported in native mode yet".into()));
+    }
+    crate::ftrace::remove_stale_instances_if_mounted();
+
+    let trace = match opts.trace_buffer_kb {
+        Some(kb) => Some(TraceSession::new(kb).map_err(NativeError::System)?),
+        None => None,
+    };
+    let comm = match &exec {
+        Exec::Builtin(plan) => plan.comm(),
+        Exec::Real(cmd) => cmd.comm,
+    };
+    let _env = RunEnv::enter(opts.pin.as_deref(), matches!(exec, Exec::Builtin(_)).then_some(comm))
+        .map_err(NativeError::System)?;
+    let idle_before = crate::host::idle_ns_per_cpu(nr_cpus);
+    let ipis_before = crate::host::resched_ipis();
+    if let Some(t) = &trace {
+        t.on().map_err(NativeError::System)?;
+    }
+    let mut real = None;
+    let m = match &exec {
+        Exec::Builtin(Plan::Pipe { loops, threads, nonblocking, size, classic }) => {
+            run_pipe(*loops, *threads, *nonblocking, *size, *classic, comm)
+        }
+        Exec::Builtin(Plan::Groups { comm, groups, fds, loops, datasize, threads, transport }) => {
+            run_groups(comm, *groups, *fds, *loops, *datasize, *threads, *transport)
+        }
+        Exec::Real(cmd) => crate::tools::run_tool(cmd, &wl, opts.pin.as_deref()).map(|t| {
+            let m = Measured { start: t.start_ns, elapsed_ns: t.end_ns - t.start_ns, tasks: t.tasks.clone() };
+            real = Some(t);
+            m
+        }),
+    }?;
+    let captured = match &trace {
+        Some(t) => Some(t.stop_and_read().map_err(NativeError::System)?),
+        None => None,
+    };
+    let idle_ns_per_cpu = match (idle_before, crate::host::idle_ns_per_cpu(nr_cpus)) {
+        (Some(a), Some(b)) => Some(b.iter().zip(&a).map(|(b, a)| b.saturating_sub(*a)).collect()),
+        _ => None,
+    };
+    let resched_ipis = match (ipis_before, crate::host::resched_ipis()) {
+        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+        _ => None,
+    };
+    drop(trace);
+
+    let analysis = match &captured {
+        Some(c) => {
+            Some(crate::trace::analyze_capture(c, comm, m.start, m.start + m.elapsed_ns).map_err(NativeError::System)?)
+        }
+        None => None,
+    };
+    let ops = operations(&wl).map(|(n, _)| n);
+    let op_name = operations(&wl).map_or("switch", |(_, n)| n);
+    let (metric, output, runner, switch_totals) = match (&exec, real) {
+        (Exec::Real(cmd), Some(t)) => (t.metric, t.output, cmd.describe.clone(), Some(t.switches)),
+        _ => {
+            let report = synthetic_report(m.elapsed_ns);
+            (wl.metric_value(&report), wl.format_output(&report), "built-in workers".to_string(), None)
+        }
+    };
+    Ok(NativeRun {
+        metric,
+        output,
+        workload: wl,
+        elapsed_ns: m.elapsed_ns,
+        start_mono_ns: m.start,
+        end_mono_ns: m.start + m.elapsed_ns,
+        ops,
+        op_name,
+        schedstats: m.tasks.iter().any(|t| !t.schedstats.is_empty()),
+        tasks: m.tasks,
+        idle_ns_per_cpu,
+        resched_ipis,
+        trace: captured,
+        analysis,
+        runner,
+        note,
+        switch_totals,
+    })
+}
+
+/// What runs.
+enum Exec {
+    Builtin(Plan),
+    Real(ToolCommand),
+}
+
+/// The built-in workers' plan for a workload, when there are built-in workers for it.
+fn builtin_plan(wl: &BenchWorkload) -> Option<Plan> {
+    Some(match &wl.params {
         BenchParams::Pipe(p) => Plan::Pipe {
             loops: u64::from(p.loops),
             threads: p.threads,
@@ -109,79 +252,7 @@ pub fn run_native(argv: &[String], opts: &NativeOptions) -> Result<NativeRun, Na
             threads: m.threads,
             transport: if m.pipe { Transport::Pipe } else { Transport::UnixStream },
         },
-        _ => {
-            return Err(NativeError::Usage(format!(
-                "native mode runs {} (not `{}` yet)",
-                NATIVE_WORKLOADS.join(", "),
-                wl.name
-            )));
-        }
-    };
-    if let Plan::Groups { transport: Transport::TcpLoopback, .. } = plan {
-        return Err(NativeError::Usage("hackbench: -i/--inet (TCP) is not supported in native mode yet".into()));
-    }
-    if let Some(cpus) = &opts.pin
-        && let Some(bad) = cpus.iter().find(|&&c| c as usize >= nr_cpus)
-    {
-        return Err(NativeError::Usage(format!("--pin: CPU {bad} is not online (this machine has {nr_cpus})")));
-    }
-
-    let trace = match opts.trace_buffer_kb {
-        Some(kb) => Some(TraceSession::new(kb).map_err(NativeError::System)?),
-        None => None,
-    };
-    let _env = RunEnv::enter(opts.pin.as_deref(), plan.comm()).map_err(NativeError::System)?;
-    let idle_before = crate::host::idle_ns_per_cpu(nr_cpus);
-    let ipis_before = crate::host::resched_ipis();
-    if let Some(t) = &trace {
-        t.on().map_err(NativeError::System)?;
-    }
-    let m = match plan {
-        Plan::Pipe { loops, threads, nonblocking, size, classic } => {
-            run_pipe(loops, threads, nonblocking, size, classic, plan.comm())
-        }
-        Plan::Groups { comm, groups, fds, loops, datasize, threads, transport } => {
-            run_groups(comm, groups, fds, loops, datasize, threads, transport)
-        }
-    }?;
-    let captured = match &trace {
-        Some(t) => Some(t.stop_and_read().map_err(NativeError::System)?),
-        None => None,
-    };
-    let idle_ns_per_cpu = match (idle_before, crate::host::idle_ns_per_cpu(nr_cpus)) {
-        (Some(a), Some(b)) => Some(b.iter().zip(&a).map(|(b, a)| b.saturating_sub(*a)).collect()),
-        _ => None,
-    };
-    let resched_ipis = match (ipis_before, crate::host::resched_ipis()) {
-        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
-        _ => None,
-    };
-    drop(trace);
-
-    let analysis = match &captured {
-        Some(c) => Some(
-            crate::trace::analyze_capture(c, plan.comm(), m.start, m.start + m.elapsed_ns)
-                .map_err(NativeError::System)?,
-        ),
-        None => None,
-    };
-    let report = synthetic_report(m.elapsed_ns);
-    let ops = plan.ops();
-    Ok(NativeRun {
-        metric: wl.metric_value(&report),
-        output: wl.format_output(&report),
-        workload: wl,
-        elapsed_ns: m.elapsed_ns,
-        start_mono_ns: m.start,
-        end_mono_ns: m.start + m.elapsed_ns,
-        ops,
-        op_name: plan.op_name(),
-        schedstats: m.tasks.iter().any(|t| !t.schedstats.is_empty()),
-        tasks: m.tasks,
-        idle_ns_per_cpu,
-        resched_ipis,
-        trace: captured,
-        analysis,
+        _ => return None,
     })
 }
 
@@ -273,18 +344,6 @@ impl Plan {
             Plan::Groups { comm, .. } => comm,
         }
     }
-    fn ops(&self) -> u64 {
-        match *self {
-            Plan::Pipe { loops, .. } => loops,
-            Plan::Groups { groups, fds, loops, .. } => u64::from(groups) * u64::from(fds) * u64::from(fds) * loops,
-        }
-    }
-    fn op_name(&self) -> &'static str {
-        match self {
-            Plan::Pipe { .. } => "loop",
-            Plan::Groups { .. } => "message",
-        }
-    }
 }
 
 /// The calling thread's affinity and name for the run; restored on drop.
@@ -294,7 +353,7 @@ struct RunEnv {
 }
 
 impl RunEnv {
-    fn enter(pin: Option<&[u32]>, comm: &str) -> Result<RunEnv, String> {
+    fn enter(pin: Option<&[u32]>, comm: Option<&str>) -> Result<RunEnv, String> {
         let old_mask = match pin {
             Some(cpus) => {
                 let old = rustix::thread::sched_getaffinity(None).map_err(|e| format!("sched_getaffinity: {e}"))?;
@@ -307,7 +366,9 @@ impl RunEnv {
             }
             None => None,
         };
-        // The tools' tasks are named after them (perf renames itself); children inherit it.
+        // The built-in workers are named after the tools' tasks; children inherit it. A real
+        // tool names its own (exec).
+        let Some(comm) = comm else { return Ok(RunEnv { old_mask, old_name: None }) };
         let old_name = std::fs::read_to_string("/proc/thread-self/comm")
             .ok()
             .and_then(|s| CString::new(s.trim_end_matches('\n')).ok());
@@ -657,7 +718,7 @@ mod tests {
     #[test]
     fn pipe_processes_and_threads() {
         for flags in ["pipe -l 2000", "pipe -l 2000 -T", "pipe -l 500 -n -s 8", "pipe -l 500 --classic"] {
-            let r = run_native(&argv(flags), &NativeOptions::default()).unwrap();
+            let r = run_native(&argv(flags), &NativeOptions { builtin: true, ..Default::default() }).unwrap();
             assert!(r.metric > 0.0, "{flags}");
             let workers = &r.tasks[r.tasks.len() - 2..];
             for w in workers {
@@ -671,7 +732,7 @@ mod tests {
 
     #[test]
     fn hackbench_pinned() {
-        let opts = NativeOptions { pin: Some(vec![0]), trace_buffer_kb: None };
+        let opts = NativeOptions { pin: Some(vec![0]), trace_buffer_kb: None, builtin: true };
         for flags in ["hackbench -g 1 -f 4 -l 20", "hackbench -g 1 -f 4 -l 20 -p -T", "messaging -g 1 -l 5"] {
             let r = run_native(&argv(flags), &opts).unwrap();
             assert!(r.output.contains("Time: ") || r.output.contains("Total time:"), "{}", r.output);

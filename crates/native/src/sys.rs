@@ -1,5 +1,5 @@
-//! The crate's only `unsafe` code: `fork()` and `_exit()`, which neither rustix nor std offer
-//! safely.
+//! The crate's only `unsafe` code: `fork()`, `_exit()`, `getrusage()` and a `pre_exec` hook,
+//! which neither rustix nor std offer safely.
 //!
 //! The benchmarks fork their workers (perf's `fork()`, rt-tests' `fork()`), so native mode does
 //! too rather than re-executing the binary: a re-exec would add an `execve` and a dynamic load to
@@ -63,4 +63,34 @@ pub fn close_inherited(fd: rustix::fd::BorrowedFd<'_>) {
     // closes it afterwards: the owning `OwnedFd` belongs to the parent's code, which does not
     // run in the child.
     unsafe { rustix::io::close(fd.as_raw_fd()) }
+}
+
+/// The voluntary and involuntary context switches of every descendant reaped so far
+/// (`getrusage(RUSAGE_CHILDREN)`: `ru_nvcsw`, `ru_nivcsw`). The kernel folds a task's `nvcsw`
+/// and `nivcsw` (the counters `/proc/<pid>/sched` prints as `nr_voluntary_switches` and
+/// `nr_involuntary_switches`) into its thread group when a thread exits and into the parent's
+/// `cnvcsw`/`cnivcsw` when a process is reaped (`wait_task_zombie()`), recursively: the
+/// difference across a real tool's run is exact for its whole tree, grandchildren included.
+pub fn children_switches() -> (u64, u64) {
+    let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage writes a `struct rusage` into the pointer it is given, which points to
+    // one (zero-initialised, so it is valid even if the call failed and wrote nothing).
+    let ru = unsafe {
+        libc::getrusage(libc::RUSAGE_CHILDREN, ru.as_mut_ptr());
+        ru.assume_init()
+    };
+    (ru.ru_nvcsw.max(0) as u64, ru.ru_nivcsw.max(0) as u64)
+}
+
+/// Makes a real tool started by `cmd` die (SIGKILL) when the thread that spawns it ends, as the
+/// built-in workers do, so a SIGKILLed schedlab does not leave a benchmark running.
+pub fn die_with_parent(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child before exec; it makes one raw system call
+    // (prctl through rustix), which neither allocates nor takes a lock.
+    unsafe {
+        cmd.pre_exec(|| {
+            rustix::process::set_parent_process_death_signal(Some(Signal::KILL)).map_err(std::io::Error::from)
+        });
+    }
 }

@@ -1,0 +1,556 @@
+//! The real benchmark binaries, when they are installed: `perf bench sched pipe|messaging`
+//! (Debian `linux-perf`), rt-tests `hackbench`, lmbench `lat_ctx`, `netperf` against a
+//! loopback `netserver` started for the run, and `stress-ng`.
+//!
+//! A command line in schedlab's syntax (the tools' own flags, parsed by the simulator's
+//! parser first, so a bad flag is reported as `run` reports it) becomes the tool's command line
+//! ([`choose`]); when the tool is missing, or cannot run what was asked (the installed perf
+//! runs the other pipe worker), [`choose`] says why and native mode falls back to its built-in
+//! workers, with that note.
+//!
+//! # Counters of a tool's tasks
+//!
+//! A tool forks and reaps its own workers, so schedlab cannot hold them as zombies the way it
+//! holds its own children. Two sources, each exact where the other is not:
+//!
+//! * switches: `getrusage(RUSAGE_CHILDREN)` around the run ([`crate::sys::children_switches`]).
+//!   The kernel folds every exited thread's and reaped process's `nvcsw`/`nivcsw` into its
+//!   parent, so the difference is the whole tree's voluntary and involuntary switches, nothing
+//!   lost when a worker exits;
+//! * per task (`/proc/<pid>/task/<tid>/sched` and `schedstat`, for migrations, run time, run
+//!   delay): a sampler thread walks the tool's descendants (`task/<tid>/children`) every few
+//!   milliseconds while it runs and keeps each task's latest reading; the tool itself is held
+//!   as a zombie (`waitid(WEXITED | WNOWAIT)`) and read once more before it is reaped. A worker's
+//!   last milliseconds before its exit can be missed; the sampler runs on a CPU outside `--pin`
+//!   when there is one, so it does not disturb a pinned benchmark.
+//!
+//! ftrace (`--trace`) follows the tool's tree like the built-in workers' (`event-fork`), and the
+//! analysis keeps the tool's task name.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use rustix::process::{Pid, WaitId, WaitIdOptions};
+use workload::bench::hackbench::Transport;
+use workload::bench::{BenchParams, BenchWorkload};
+
+use crate::procfs::{self, TaskSample};
+use crate::run::NativeError;
+use crate::workers::mono_ns;
+
+/// Which pipe worker a perf binary runs (workloads.md §3.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PipeWorker {
+    /// The classic worker: one 4-byte token circulates (every release up to at least v6.6).
+    OneToken,
+    /// Both tasks write first, then read: two tokens (the 7.3 tree).
+    TwoToken,
+}
+
+impl PipeWorker {
+    pub fn describe(self) -> &'static str {
+        match self {
+            PipeWorker::OneToken => "the one-token (classic) worker",
+            PipeWorker::TwoToken => "the two-token worker",
+        }
+    }
+}
+
+/// The pipe worker of perf `major.minor`, from its source history: the classic one-token
+/// worker up to at least v6.6 and the two-token worker in the 7.3 tree; the first release of
+/// the two-token worker is not pinned down, so releases in between are `None` (unknown).
+pub fn perf_pipe_worker(major: u32, minor: u32) -> Option<PipeWorker> {
+    match (major, minor) {
+        (..=5, _) | (6, ..=6) => Some(PipeWorker::OneToken),
+        (7, 3..) | (8.., _) => Some(PipeWorker::TwoToken),
+        _ => None,
+    }
+}
+
+/// `perf version` output (`perf version 6.1.187`) to `(major, minor)`.
+pub fn parse_perf_version(text: &str) -> Option<(u32, u32)> {
+    let v = text.split_whitespace().find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()))?;
+    let mut it = v.split(['.', '-', '+']);
+    Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+}
+
+/// The real tools schedlab knows how to drive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tool {
+    PerfPipe,
+    PerfMessaging,
+    Hackbench,
+    LatCtx,
+    Netperf,
+    StressNg,
+}
+
+/// A resolved real-tool command line.
+#[derive(Clone, Debug)]
+pub struct ToolCommand {
+    pub tool: Tool,
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    /// The name the tool's tasks carry (the ftrace analysis keeps these).
+    pub comm: &'static str,
+    /// What runs, for the output header (`perf 6.1.187 bench sched pipe, the one-token worker`).
+    pub describe: String,
+    /// `netperf`: the `netserver` binary to start on loopback first.
+    pub server: Option<PathBuf>,
+}
+
+/// What native mode runs for a workload.
+#[derive(Clone, Debug)]
+pub enum Choice {
+    Real(ToolCommand),
+    /// The built-in workers, and why the real tool is not used.
+    Builtin(String),
+}
+
+/// Looks `name` up in `PATH`, then in the extra directories given.
+pub fn find_program(name: &str, extra: &[&str]) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
+    dirs.extend(extra.iter().map(PathBuf::from));
+    dirs.into_iter().map(|d| d.join(name)).find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// lmbench's binaries live outside `PATH` on Debian (`/usr/lib/lmbench/bin/<triplet>/`).
+fn find_lmbench(name: &str) -> Option<PathBuf> {
+    if let Some(p) = find_program(name, &[]) {
+        return Some(p);
+    }
+    let entries = std::fs::read_dir("/usr/lib/lmbench/bin").ok()?;
+    let mut dirs: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+    dirs.sort();
+    dirs.push(PathBuf::from("/usr/lib/lmbench/bin"));
+    dirs.into_iter().map(|d| d.join(name)).find(|p| is_executable(p))
+}
+
+fn output_of(program: &Path, args: &[&str]) -> Option<String> {
+    let out = Command::new(program).args(args).stdin(Stdio::null()).output().ok()?;
+    Some(String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr))
+}
+
+/// The real tool for a parsed workload, or why the built-in workers run instead. `argv` is
+/// the command line as given (benchmark name first); the tools take the same flags.
+pub fn choose(wl: &BenchWorkload, argv: &[String]) -> Choice {
+    let flags: Vec<String> = argv.iter().skip(1).cloned().collect();
+    match &wl.params {
+        BenchParams::Pipe(p) => {
+            let Some(perf) = find_program("perf", &[]) else {
+                return Choice::Builtin("perf is not installed (Debian package linux-perf)".into());
+            };
+            let version_text = output_of(&perf, &["version"]).unwrap_or_default();
+            let Some((major, minor)) = parse_perf_version(&version_text) else {
+                return Choice::Builtin(format!("`{} version` printed no version", perf.display()));
+            };
+            let wanted = if p.classic { PipeWorker::OneToken } else { PipeWorker::TwoToken };
+            match perf_pipe_worker(major, minor) {
+                Some(w) if w == wanted => {}
+                Some(w) => {
+                    return Choice::Builtin(format!(
+                        "the installed perf {major}.{minor} runs {}; `pipe`{} asks for {}",
+                        w.describe(),
+                        if p.classic { " --classic" } else { " without --classic" },
+                        wanted.describe()
+                    ));
+                }
+                None => {
+                    return Choice::Builtin(format!(
+                        "which pipe worker perf {major}.{minor} runs is not known (one-token up to 6.6, two-token in 7.3)"
+                    ));
+                }
+            }
+            let args = ["bench", "sched", "pipe"]
+                .iter()
+                .map(|s| s.to_string())
+                .chain(flags.into_iter().filter(|f| f != "--classic"))
+                .collect();
+            Choice::Real(ToolCommand {
+                tool: Tool::PerfPipe,
+                program: perf,
+                args,
+                // perf bench names itself `<collection>-<bench>` (prctl PR_SET_NAME).
+                comm: "sched-pipe",
+                describe: format!("perf {major}.{minor} bench sched pipe, {}", wanted.describe()),
+                server: None,
+            })
+        }
+        BenchParams::Messaging(_) => match find_program("perf", &[]) {
+            Some(perf) => {
+                let v = output_of(&perf, &["version"]).and_then(|t| parse_perf_version(&t));
+                Choice::Real(ToolCommand {
+                    tool: Tool::PerfMessaging,
+                    program: perf,
+                    args: ["bench", "sched", "messaging"].iter().map(|s| s.to_string()).chain(flags).collect(),
+                    comm: "sched-messaging",
+                    describe: format!(
+                        "perf {} bench sched messaging",
+                        v.map_or("?".into(), |(a, b)| format!("{a}.{b}"))
+                    ),
+                    server: None,
+                })
+            }
+            None => Choice::Builtin("perf is not installed (Debian package linux-perf)".into()),
+        },
+        BenchParams::Hackbench(h) => {
+            if h.transport == Transport::TcpLoopback {
+                return Choice::Builtin("hackbench over TCP runs built-in only".into());
+            }
+            match find_program("hackbench", &["/usr/sbin"]) {
+                Some(p) => {
+                    let v = output_of(&p, &["--help"])
+                        .and_then(|t| t.lines().next().map(|l| l.trim().to_string()))
+                        .unwrap_or_else(|| "hackbench".into());
+                    Choice::Real(ToolCommand {
+                        tool: Tool::Hackbench,
+                        program: p,
+                        args: flags,
+                        comm: "hackbench",
+                        describe: format!("rt-tests {v}"),
+                        server: None,
+                    })
+                }
+                None => Choice::Builtin("hackbench is not installed (Debian package rt-tests)".into()),
+            }
+        }
+        BenchParams::LatCtx(_) => match find_lmbench("lat_ctx") {
+            Some(p) => Choice::Real(ToolCommand {
+                tool: Tool::LatCtx,
+                describe: format!("lmbench lat_ctx ({})", p.display()),
+                program: p,
+                args: flags,
+                comm: "lat_ctx",
+                server: None,
+            }),
+            None => Choice::Builtin("lat_ctx is not installed (Debian package lmbench, non-free)".into()),
+        },
+        BenchParams::Netperf(_) => {
+            let (Some(client), Some(server)) =
+                (find_program("netperf", &[]), find_program("netserver", &["/usr/sbin"]))
+            else {
+                return Choice::Builtin("netperf/netserver are not installed (Debian package netperf)".into());
+            };
+            // Loopback only, on a port of our own: `-H 127.0.0.1 -p PORT` before the test's flags.
+            if output_of(&client, &["-V"]).is_none_or(|t| !t.contains("Netperf version")) {
+                return Choice::Builtin(format!("{} does not run on this machine", client.display()));
+            }
+            let port = netperf_port().to_string();
+            let mut args = vec!["-H".to_string(), "127.0.0.1".into(), "-p".into(), port];
+            args.extend(flags);
+            Choice::Real(ToolCommand {
+                tool: Tool::Netperf,
+                program: client,
+                args,
+                comm: "netperf",
+                describe: "netperf against a loopback netserver".into(),
+                server: Some(server),
+            })
+        }
+        BenchParams::StressNg(s) => match find_program("stress-ng", &[]) {
+            Some(p) => {
+                if s.timeout_s.is_none() {
+                    return Choice::Builtin(
+                        "stress-ng without --timeout runs for a day; give -t/--timeout to run the real tool".into(),
+                    );
+                }
+                let mut args = flags;
+                if !s.metrics {
+                    // The per-stressor bogo-ops line the metric is read from.
+                    args.push("--metrics-brief".into());
+                }
+                let v = output_of(&p, &["--version"]).unwrap_or_default();
+                Choice::Real(ToolCommand {
+                    tool: Tool::StressNg,
+                    program: p,
+                    args,
+                    comm: "stress-ng-cpu",
+                    describe: v.lines().next().unwrap_or("stress-ng").trim().to_string(),
+                    server: None,
+                })
+            }
+            None => Choice::Builtin("stress-ng is not installed (Debian package stress-ng)".into()),
+        },
+        BenchParams::Schbench(_) => {
+            Choice::Builtin("schbench is not packaged by Debian; the built-in worker runs".into())
+        }
+        BenchParams::Pgbench(_) => Choice::Builtin("pgbench runs built-in only".into()),
+    }
+}
+
+/// A port for this run's netserver: above the ephemeral range's usual start, per process.
+fn netperf_port() -> u16 {
+    20_000 + (std::process::id() % 20_000) as u16
+}
+
+/// The tool's metric from its own output, in the unit of the workload's metric; `None` when the
+/// output does not carry it.
+pub fn parse_metric(tool: Tool, wl: &BenchWorkload, out: &str) -> Option<f64> {
+    let number_before = |marker: &str| -> Option<f64> {
+        out.lines().find(|l| l.contains(marker))?.split_whitespace().next()?.parse().ok()
+    };
+    match tool {
+        Tool::PerfPipe => number_before("usecs/op"),
+        Tool::PerfMessaging => {
+            let l = out.lines().find(|l| l.contains("Total time:"))?;
+            l.split_whitespace().nth(2)?.parse().ok()
+        }
+        Tool::Hackbench => out.lines().find_map(|l| l.strip_prefix("Time:")).and_then(|v| v.trim().parse().ok()),
+        Tool::LatCtx => {
+            let BenchParams::LatCtx(p) = &wl.params else { return None };
+            let first = p.procs.first()?.to_string();
+            out.lines().find_map(|l| {
+                let mut it = l.split_whitespace();
+                (it.next()? == first).then(|| it.next()?.parse().ok()).flatten()
+            })
+        }
+        Tool::Netperf => {
+            // The last line of the result block: `... <elapsed> <trans/s>`.
+            let l = out.lines().rev().find(|l| l.split_whitespace().count() >= 6)?;
+            l.split_whitespace().last()?.parse().ok()
+        }
+        Tool::StressNg => {
+            // `stress-ng: info:  [pid] cpu  <bogo ops> <real> <usr> <sys> <ops/s real> <ops/s cpu>`
+            out.lines().find_map(|l| {
+                let rest = l.split_once("] ")?.1;
+                let w: Vec<&str> = rest.split_whitespace().collect();
+                if w.first() != Some(&"cpu") || w.len() < 6 {
+                    return None;
+                }
+                w[5].parse().ok()
+            })
+        }
+    }
+}
+
+/// A finished real-tool run.
+pub struct ToolRun {
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub output: String,
+    pub metric: f64,
+    /// Every task seen, latest reading (the tool itself as a zombie).
+    pub tasks: Vec<TaskSample>,
+    /// The whole tree's (voluntary, involuntary) switches, from `getrusage`.
+    pub switches: (u64, u64),
+}
+
+/// The tasks under `root`: its threads and, recursively, its children's.
+fn walk(root: u32, seen: &mut BTreeMap<u32, TaskSample>) {
+    let mut stack = vec![root];
+    while let Some(pid) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/task")) else { continue };
+        for e in entries.flatten() {
+            let Some(tid) = e.file_name().to_str().and_then(|t| t.parse::<u32>().ok()) else { continue };
+            let dir = e.path();
+            if let Ok(s) = procfs::read_task(&dir) {
+                seen.insert(tid, s);
+            }
+            if let Ok(children) = std::fs::read_to_string(dir.join("children")) {
+                stack.extend(children.split_whitespace().filter_map(|c| c.parse::<u32>().ok()));
+            }
+        }
+    }
+}
+
+fn spawn(program: &Path, args: &[String]) -> Result<std::process::Child, NativeError> {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(program);
+    cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+    crate::sys::die_with_parent(&mut cmd);
+    let child = cmd.spawn().map_err(|e| NativeError::System(format!("{}: {e}", program.display())))?;
+    if let Some(pid) = Pid::from_raw(child.id() as i32) {
+        crate::cleanup::register_group(pid);
+    }
+    Ok(child)
+}
+
+fn kill_and_reap(mut child: std::process::Child) {
+    if let Some(pid) = Pid::from_raw(child.id() as i32) {
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::TERM);
+        let deadline = mono_ns() + 2_000_000_000;
+        while mono_ns() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                crate::cleanup::forget_group(pid);
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        let _ = child.wait();
+        crate::cleanup::forget_group(pid);
+    }
+}
+
+/// Starts a loopback netserver on `port` and waits until it accepts connections.
+fn start_netserver(server: &Path, port: &str) -> Result<std::process::Child, NativeError> {
+    let args: Vec<String> = ["-D", "-L", "127.0.0.1", "-p", port].iter().map(|s| s.to_string()).collect();
+    let child = spawn(server, &args)?;
+    let addr = format!("127.0.0.1:{port}");
+    for _ in 0..200 {
+        if std::net::TcpStream::connect(&addr).is_ok() {
+            return Ok(child);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    kill_and_reap(child);
+    Err(NativeError::System(format!("netserver did not listen on {addr}")))
+}
+
+/// Runs a real tool to completion (the caller has set affinity and tracing up). `avoid` are
+/// the CPUs the benchmark is pinned to, which the sampler stays off when it can.
+pub fn run_tool(cmd: &ToolCommand, wl: &BenchWorkload, avoid: Option<&[u32]>) -> Result<ToolRun, NativeError> {
+    let server = match &cmd.server {
+        Some(s) => {
+            let port = cmd.args.iter().skip_while(|a| *a != "-p").nth(1).cloned().unwrap_or_default();
+            Some(start_netserver(s, &port)?)
+        }
+        None => None,
+    };
+    let before = crate::sys::children_switches();
+    let start_ns = mono_ns();
+    let mut child = match spawn(&cmd.program, &cmd.args) {
+        Ok(c) => c,
+        Err(e) => {
+            if let Some(s) = server {
+                kill_and_reap(s);
+            }
+            return Err(e);
+        }
+    };
+    let pid = child.id();
+    let readers: Vec<std::thread::JoinHandle<String>> = [
+        child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>),
+        child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|mut r| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = r.read_to_string(&mut s);
+            s
+        })
+    })
+    .collect();
+    let stop = Arc::new(AtomicBool::new(false));
+    let nr_cpus = crate::host::nr_cpus();
+    let off_pin: Option<Vec<usize>> = avoid.map(|pin| (0..nr_cpus).filter(|c| !pin.contains(&(*c as u32))).collect());
+    let sampler = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            if let Some(cpus) = off_pin.filter(|c| !c.is_empty()) {
+                let mut set = rustix::thread::CpuSet::new();
+                for c in cpus {
+                    set.set(c);
+                }
+                let _ = rustix::thread::sched_setaffinity(None, &set);
+            }
+            let mut seen = BTreeMap::new();
+            while !stop.load(Ordering::SeqCst) {
+                walk(pid, &mut seen);
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            seen
+        })
+    };
+    let leader = Pid::from_raw(pid as i32).ok_or_else(|| NativeError::System("tool pid 0".into()))?;
+    let status = loop {
+        match rustix::process::waitid(WaitId::Pid(leader), WaitIdOptions::EXITED | WaitIdOptions::NOWAIT) {
+            Ok(Some(st)) => break st,
+            Ok(None) | Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(NativeError::System(format!("waitid: {e}"))),
+        }
+    };
+    let end_ns = mono_ns();
+    stop.store(true, Ordering::SeqCst);
+    let mut seen = sampler.join().map_err(|_| NativeError::System("sampler thread panicked".into()))?;
+    // The leader, a zombie now: its final counters.
+    if let Ok(s) = procfs::read_task(&procfs::task_dir(pid, false)) {
+        seen.insert(pid, s);
+    }
+    let _ = child.wait();
+    crate::cleanup::forget_group(leader);
+    if let Some(s) = server {
+        kill_and_reap(s);
+    }
+    let after = crate::sys::children_switches();
+    let output: String = readers.into_iter().filter_map(|h| h.join().ok()).collect();
+    if status.exit_status() != Some(0) {
+        let why = match status.terminating_signal() {
+            Some(s) => format!("was killed by signal {s}"),
+            None => format!("exited with status {}", status.exit_status().unwrap_or(-1)),
+        };
+        let tail: Vec<&str> = output.lines().rev().take(3).collect();
+        return Err(NativeError::System(format!(
+            "{} {why}: {}",
+            cmd.describe,
+            tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+        )));
+    }
+    let metric = parse_metric(cmd.tool, wl, &output)
+        .ok_or_else(|| NativeError::System(format!("{}: no result in its output:\n{output}", cmd.describe)))?;
+    Ok(ToolRun {
+        start_ns,
+        end_ns,
+        output,
+        metric,
+        tasks: seen.into_values().collect(),
+        switches: (after.0.saturating_sub(before.0), after.1.saturating_sub(before.1)),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wl(s: &str) -> BenchWorkload {
+        let argv: Vec<String> = s.split_whitespace().map(String::from).collect();
+        workload::bench::parse_benchmark(&argv).unwrap()
+    }
+
+    #[test]
+    fn perf_versions_and_workers() {
+        assert_eq!(parse_perf_version("perf version 6.1.187\n"), Some((6, 1)));
+        assert_eq!(parse_perf_version("perf version 7.3.4-1+b1"), Some((7, 3)));
+        assert_eq!(parse_perf_version("no version"), None);
+        assert_eq!(perf_pipe_worker(6, 1), Some(PipeWorker::OneToken));
+        assert_eq!(perf_pipe_worker(6, 6), Some(PipeWorker::OneToken));
+        assert_eq!(perf_pipe_worker(6, 12), None);
+        assert_eq!(perf_pipe_worker(7, 3), Some(PipeWorker::TwoToken));
+    }
+
+    #[test]
+    fn parses_the_tools_outputs() {
+        let perf = "# Running 'sched/pipe' benchmark:\n# Executed 50000 pipe operations between two processes\n\n     Total time: 2.139 [sec]\n\n      42.786380 usecs/op\n          23371 ops/sec\n";
+        assert_eq!(parse_metric(Tool::PerfPipe, &wl("pipe -l 50000"), perf), Some(42.78638));
+        let msg = "# 20 sender and receiver processes per group\n# 1 groups == 40 processes run\n\n     Total time: 0.034 [sec]\n";
+        assert_eq!(parse_metric(Tool::PerfMessaging, &wl("messaging -g 1"), msg), Some(0.034));
+        let hb = "Running in process mode with 1 groups using 40 file descriptors each (== 40 tasks)\nEach sender will pass 100 messages of 100 bytes\nTime: 0.052\n";
+        assert_eq!(parse_metric(Tool::Hackbench, &wl("hackbench -g 1"), hb), Some(0.052));
+        let lat = "\n\"size=0k ovr=0.30\n2 5.65\n8 7.10\n";
+        assert_eq!(parse_metric(Tool::LatCtx, &wl("lat_ctx -s 0 8 2"), lat), Some(7.10));
+        assert_eq!(parse_metric(Tool::LatCtx, &wl("lat_ctx -s 0 2"), lat), Some(5.65));
+        let sng = "stress-ng: info:  [123] stressor       bogo ops real time  usr time  sys time   bogo ops/s     bogo ops/s\nstress-ng: info:  [123] cpu                2008      2.00      3.98      0.00      1003.95         504.52\n";
+        assert_eq!(parse_metric(Tool::StressNg, &wl("stress-ng --cpu 2 -t 2"), sng), Some(1003.95));
+        assert_eq!(parse_metric(Tool::Hackbench, &wl("hackbench"), "garbage"), None);
+    }
+
+    #[test]
+    fn stress_ng_without_timeout_falls_back() {
+        if let Choice::Real(c) = choose(&wl("stress-ng --cpu 1"), &["stress-ng".into(), "--cpu".into(), "1".into()]) {
+            panic!("ran {c:?} without a timeout");
+        }
+    }
+}

@@ -1,0 +1,354 @@
+//! `schedlab validate`: a benchmark run natively on this machine (the real tool when it is
+//! installed, else the built-in workers) and in the model, side by side, with the native
+//! run-to-run spread. Shared by the `validate` command and whatever else compares the model
+//! with this machine (the fidelity scoreboard, a VM runner).
+//!
+//! Every quantity is computed the same way on both sides: per operation of the benchmark
+//! ([`crate::run::operations`]; per switch when the tool sizes its own run), the involuntary
+//! share of all switches, wakeups per operation and per switch (natively from ftrace, so with
+//! `--trace`; schedstats are off on most kernels), wakeup latency and wakee placement.
+
+use lab::runner::{RunRecord, RunRequest};
+
+use crate::run::{NativeError, NativeOptions, NativeRun};
+
+/// One run's figures, on either side.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Figures {
+    pub metric: f64,
+    pub switches_per_op: Option<f64>,
+    pub involuntary_share: f64,
+    pub migrations_per_op: Option<f64>,
+    pub wakeups_per_op: Option<f64>,
+    pub wakeups_per_switch: Option<f64>,
+    pub lat_p50_us: Option<f64>,
+    pub lat_p99_us: Option<f64>,
+    pub wakee_on_waker: Option<f64>,
+}
+
+/// The figures of a native run. Switches are the real tool's exact whole-tree totals when it
+/// ran; wakeups come from the ftrace capture.
+pub fn native_figures(r: &NativeRun) -> Figures {
+    let (sw, _, inv) = r.switches();
+    let mig: u64 = r.tasks.iter().map(|t| t.nr_migrations).sum();
+    let an = r.analysis.as_ref();
+    let per = |n: u64| r.ops.map(|ops| n as f64 / ops.max(1) as f64);
+    // Wakeups per switch within the trace (a full buffer keeps only the start of the run), times
+    // the run's exact switches.
+    let wakeups_per_switch = an.filter(|a| a.nr_switches > 0).map(|a| a.nr_wakeups as f64 / a.nr_switches as f64);
+    Figures {
+        metric: r.metric,
+        switches_per_op: per(sw),
+        involuntary_share: inv as f64 / sw.max(1) as f64,
+        migrations_per_op: per(mig),
+        wakeups_per_op: wakeups_per_switch.and_then(|w| per(sw).map(|s| w * s)),
+        wakeups_per_switch,
+        lat_p50_us: an.map(|a| a.wakeup_latency_ns().p50 as f64 / 1e3),
+        lat_p99_us: an.map(|a| a.wakeup_latency_ns().p99 as f64 / 1e3),
+        wakee_on_waker: an.and_then(|a| a.wakee_on_waker_cpu()),
+    }
+}
+
+/// The figures of a simulated run (`ops` as natively: `None` means per switch).
+pub fn sim_figures(rec: &RunRecord, ops: Option<u64>) -> Figures {
+    let c = &rec.counters;
+    let per = |n: u64| ops.map(|ops| n as f64 / ops.max(1) as f64);
+    let paired = c.nr_wakeups_local + c.nr_wakeups_remote;
+    Figures {
+        metric: rec.metric,
+        switches_per_op: per(c.nr_switches),
+        involuntary_share: c.nr_involuntary_switches as f64 / c.nr_switches.max(1) as f64,
+        migrations_per_op: per(c.nr_migrations),
+        wakeups_per_op: per(c.nr_wakeups),
+        wakeups_per_switch: Some(c.nr_wakeups as f64 / c.nr_switches.max(1) as f64),
+        lat_p50_us: Some(rec.wakeup_latency_ns[0] as f64 / 1e3),
+        lat_p99_us: Some(rec.wakeup_latency_ns[2] as f64 / 1e3),
+        wakee_on_waker: (paired > 0).then(|| c.nr_wakeups_local as f64 / paired as f64),
+    }
+}
+
+/// The median of the finite values.
+pub fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.retain(|x| x.is_finite());
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
+}
+
+/// How a row is judged against the native runs (issue 10's "done means").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Criterion {
+    /// Inside the native min-max, or within 1.3x of the native median.
+    SpreadOr1_3x,
+    /// Within 0.1 (absolute) of the native median.
+    Within0_1,
+    /// Within 15 % of the native median.
+    Within15Pct,
+    /// Not judged; `*` marks a model value further from the median than the native spread.
+    None,
+}
+
+/// One row of the validation table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    pub name: String,
+    /// Native (median, min, max).
+    pub native: Option<(f64, f64, f64)>,
+    /// Model median over the seeds.
+    pub sim: Option<f64>,
+    pub criterion: Criterion,
+}
+
+impl Row {
+    pub fn ratio(&self) -> Option<f64> {
+        match (self.native, self.sim) {
+            (Some((n, _, _)), Some(s)) if n != 0.0 => Some(s / n),
+            _ => None,
+        }
+    }
+
+    /// The model is further from the native median than the native runs are from each other.
+    pub fn off(&self) -> bool {
+        match (self.native, self.sim) {
+            (Some((n, lo, hi)), Some(s)) => (s - n).abs() > (hi - lo),
+            _ => false,
+        }
+    }
+
+    /// The row's criterion: `Some(true)` met, `Some(false)` missed, `None` not judged.
+    pub fn verdict(&self) -> Option<bool> {
+        let (Some((n, lo, hi)), Some(s)) = (self.native, self.sim) else { return None };
+        match self.criterion {
+            Criterion::SpreadOr1_3x => {
+                Some((lo..=hi).contains(&s) || (n > 0.0 && s > 0.0 && (s / n).max(n / s) <= 1.3))
+            }
+            Criterion::Within0_1 => Some((s - n).abs() <= 0.1),
+            Criterion::Within15Pct => Some(n != 0.0 && ((s - n) / n).abs() <= 0.15),
+            Criterion::None => None,
+        }
+    }
+}
+
+type Get = fn(&Figures) -> Option<f64>;
+
+/// The table: one row per quantity, native median and spread beside the model's median.
+pub fn rows(metric_name: &str, op: &str, nat: &[Figures], sim: &[Figures]) -> Vec<Row> {
+    let per_op = op != "switch";
+    let mut defs: Vec<(String, Get, Criterion)> =
+        vec![(metric_name.to_string(), |f| Some(f.metric), Criterion::SpreadOr1_3x)];
+    if per_op {
+        defs.push((format!("switches/{op}"), |f| f.switches_per_op, Criterion::None));
+    }
+    defs.push(("involuntary share".into(), |f| Some(f.involuntary_share), Criterion::Within0_1));
+    if per_op {
+        defs.push((format!("migrations/{op}"), |f| f.migrations_per_op, Criterion::None));
+        defs.push((format!("wakeups/{op}"), |f| f.wakeups_per_op, Criterion::Within15Pct));
+    }
+    // Judged when it is the only wakeup rate (the tool sizes its own run).
+    let per_switch = if per_op { Criterion::None } else { Criterion::Within15Pct };
+    defs.push(("wakeups/switch".into(), |f| f.wakeups_per_switch, per_switch));
+    defs.push(("wakeup lat p50 us".into(), |f| f.lat_p50_us, Criterion::None));
+    defs.push(("wakeup lat p99 us".into(), |f| f.lat_p99_us, Criterion::None));
+    defs.push(("wakee on waker CPU".into(), |f| f.wakee_on_waker, Criterion::None));
+    defs.into_iter()
+        .map(|(name, get, criterion)| {
+            let nv: Vec<f64> = nat.iter().filter_map(get).filter(|x| x.is_finite()).collect();
+            let native = median(nv.clone()).map(|m| {
+                (
+                    m,
+                    nv.iter().copied().fold(f64::INFINITY, f64::min),
+                    nv.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                )
+            });
+            let sim = median(sim.iter().filter_map(get).collect());
+            Row { name, native, sim, criterion }
+        })
+        .collect()
+}
+
+/// A number in the table: 4 significant-ish digits, no exponent.
+pub fn num(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if a >= 1000.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.4}")
+    }
+}
+
+/// The rows as an ASCII table (fits 100 columns).
+pub fn render_rows(table: &[Row]) -> String {
+    let mut s = format!(
+        "{:<20} {:>11} {:>21} {:>11} {:>7}  {}\n",
+        "quantity", "native med", "native min-max", "model med", "mod/nat", "check"
+    );
+    for r in table {
+        let (n, spread) = match r.native {
+            Some((m, lo, hi)) => (num(m), format!("{}-{}", num(lo), num(hi))),
+            None => ("n/a".into(), String::new()),
+        };
+        let check = match r.verdict() {
+            Some(true) => "ok",
+            Some(false) => "OFF",
+            None if r.off() => "*",
+            None => "",
+        };
+        s += &format!(
+            "{:<20} {:>11} {:>21} {:>11} {:>7}  {check}\n",
+            r.name,
+            n,
+            spread,
+            r.sim.map_or("n/a".into(), num),
+            r.ratio().map_or(String::new(), |x| format!("{x:.2}")),
+        );
+    }
+    s
+}
+
+/// What to validate.
+pub struct Request {
+    /// The workload command line (benchmark name first).
+    pub workload: Vec<String>,
+    pub runs: u32,
+    pub native: NativeOptions,
+    /// The model: variant, topology, seed of the first run, affinity.
+    pub variant: sim::kernel::Variant,
+    pub topology: sim::topology::Topology,
+    pub seed: u64,
+    pub cpus: Option<Vec<u32>>,
+}
+
+/// The result: per-run figures on both sides and the table.
+pub struct Validation {
+    pub metric_name: &'static str,
+    pub op: &'static str,
+    pub native: Vec<Figures>,
+    pub sim: Vec<Figures>,
+    pub rows: Vec<Row>,
+    /// What ran natively, and why the built-in workers ran if they did.
+    pub runner: String,
+    pub note: Option<String>,
+    /// ftrace events lost over all runs.
+    pub lost_events: u64,
+}
+
+/// Why a validation failed.
+#[derive(Debug)]
+pub enum ValidateError {
+    /// The model refused the workload (bad input).
+    Model(String),
+    Native(NativeError),
+}
+
+/// Runs the model (first: bad model input fails before any native run), then the native runs,
+/// `progress(i)` before native run `i`.
+pub fn validate(req: &Request, mut progress: impl FnMut(u32)) -> Result<Validation, ValidateError> {
+    let nr_cpus = crate::host::nr_cpus() as u32;
+    let wl = workload::bench::parse_benchmark_on(&req.workload, nr_cpus)
+        .map_err(|e| ValidateError::Native(NativeError::Usage(e.to_string())))?;
+    let ops = crate::run::operations(&wl);
+    let (ops_n, op) = (ops.map(|o| o.0), ops.map_or("switch", |o| o.1));
+    let sim_records = run_model(req)?;
+    let mut nat = Vec::new();
+    let (mut lost, mut runner, mut note) = (0, String::new(), None);
+    for i in 0..req.runs {
+        progress(i);
+        let r = crate::run::run_native(&req.workload, &req.native).map_err(ValidateError::Native)?;
+        lost += r.trace.as_ref().map_or(0, |t| t.dropped + t.overrun);
+        nat.push(native_figures(&r));
+        runner = r.runner.clone();
+        note = r.note.clone();
+    }
+    let sim: Vec<Figures> = sim_records.iter().map(|r| sim_figures(r, ops_n)).collect();
+    let rows = rows(wl.metric.name, op, &nat, &sim);
+    Ok(Validation { metric_name: wl.metric.name, op, native: nat, sim, rows, runner, note, lost_events: lost })
+}
+
+/// The simulated runs, seeds `seed..seed+runs`, in parallel (one thread per run, at most the
+/// CPU count at a time), in seed order.
+fn run_model(req: &Request) -> Result<Vec<RunRecord>, ValidateError> {
+    let seeds: Vec<u64> = (0..u64::from(req.runs)).map(|i| req.seed + i).collect();
+    let width = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut out = Vec::with_capacity(seeds.len());
+    for chunk in seeds.chunks(width) {
+        let results: Vec<Result<RunRecord, String>> = std::thread::scope(|s| {
+            let handles: Vec<_> = chunk
+                .iter()
+                .map(|&seed| {
+                    s.spawn(move || {
+                        lab::runner::run_one(&RunRequest {
+                            variant: req.variant.clone(),
+                            topology: req.topology.clone(),
+                            workload: req.workload.clone(),
+                            seed,
+                            default_duration_ns: 10_000_000_000,
+                            max_events: 2_000_000_000,
+                            cpus: req.cpus.clone(),
+                        })
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("model run panicked".into()))).collect()
+        });
+        for r in results {
+            out.push(r.map_err(ValidateError::Model)?);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f(metric: f64, inv: f64, wk: Option<f64>) -> Figures {
+        Figures {
+            metric,
+            switches_per_op: Some(2.0),
+            involuntary_share: inv,
+            wakeups_per_op: wk,
+            wakeups_per_switch: wk.map(|w| w / 2.0),
+            ..Figures::default()
+        }
+    }
+
+    #[test]
+    fn rows_judge_the_model_against_the_native_spread() {
+        let nat = [f(40.0, 0.40, Some(1.10)), f(44.0, 0.45, Some(1.14)), f(42.0, 0.44, Some(1.12))];
+        let good = [f(50.0, 0.50, Some(1.20))];
+        let t = rows("usecs_per_op", "loop", &nat, &good);
+        let get = |t: &[Row], n: &str| t.iter().find(|r| r.name == n).unwrap().clone();
+        assert_eq!(get(&t, "usecs_per_op").native, Some((42.0, 40.0, 44.0)));
+        assert_eq!(get(&t, "usecs_per_op").verdict(), Some(true)); // 50/42 = 1.19
+        assert_eq!(get(&t, "involuntary share").verdict(), Some(true)); // 0.06 off
+        assert_eq!(get(&t, "wakeups/loop").verdict(), Some(true)); // 7 % off
+        let bad = [f(60.0, 0.0, Some(2.0))];
+        let t = rows("usecs_per_op", "loop", &nat, &bad);
+        assert_eq!(get(&t, "usecs_per_op").verdict(), Some(false));
+        assert_eq!(get(&t, "involuntary share").verdict(), Some(false));
+        assert_eq!(get(&t, "wakeups/loop").verdict(), Some(false));
+        assert!(get(&t, "switches/loop").verdict().is_none());
+        let text = render_rows(&t);
+        assert!(text.lines().all(|l| l.len() <= 100), "{text}");
+        assert!(text.contains("OFF"));
+        // Without native wakeups (no --trace) the row is not judged.
+        let t = rows("usecs_per_op", "loop", &[f(1.0, 0.0, None)], &bad);
+        assert_eq!(get(&t, "wakeups/loop").verdict(), None);
+    }
+
+    #[test]
+    fn per_switch_tables_drop_the_per_op_rows() {
+        let t = rows("usecs_per_switch", "switch", &[f(5.0, 0.1, Some(1.0))], &[f(5.0, 0.1, Some(1.0))]);
+        let names: Vec<&str> = t.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names.iter().filter(|n| n.ends_with("/switch")).count(), 1, "{names:?}");
+        let w = t.iter().find(|r| r.name == "wakeups/switch").unwrap();
+        assert_eq!(w.verdict(), Some(true));
+    }
+}
