@@ -159,8 +159,7 @@ fn v6_12() -> SchedConfig {
     let mut c = v6_16();
     c.kernel = "v6.12".into();
     c.features.set(Feature::NI_RANDOM, true);
-    c.behavior =
-        Behavior { has_lazy: false, yield_forfeits_vruntime: true, lb_ineligible_filter: false, ..c.behavior };
+    c.behavior = Behavior { has_lazy: false, yield_forfeits_vruntime: true, lb_ineligible_filter: false, ..c.behavior };
     c.preempt = PreemptModel::Voluntary;
     c
 }

@@ -77,9 +77,9 @@ pub fn fit(
     let base = base_costs();
     let (mut scale, mut wake) = (1.0f64, base.idle_exit_ns_c1 as f64);
     // Alternate: the scale from the busy benchmark, then the wake latency from the ping-pong,
-    // which is linear in it (two wakeups of an idle vCPU per round trip). Four rounds settle
+    // which is linear in it (two wakeups of an idle vCPU per round trip). Eight rounds settle
     // both to well under a percent.
-    for _ in 0..4 {
+    for _ in 0..8 {
         let hb = model(&costs_for(&base, scale, wake as u64), FIT_WORKLOADS[0])?;
         if hb > 0.0 {
             scale *= real_hb / hb;

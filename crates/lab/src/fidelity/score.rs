@@ -202,6 +202,10 @@ pub fn render_text(f: &Fidelity, s: &Scores) -> String {
             fit(0),
             fit(1)
         );
+        if p.wake_ns == 0 {
+            let _ =
+                writeln!(o, "    (wake at its floor of 0: with this scale the model's pp is slower than the guest's)");
+        }
     }
     let _ = writeln!(o);
     // Effects by variant and kernel.

@@ -377,11 +377,8 @@ impl Sim {
         if st.newidle_call >= 1024 {
             let rate_credit = if ni_rate { ((now - st.newidle_window_ns) >> 22) as u32 } else { 0 };
             // 6.12.y-6.19: `newidle_ratio = newidle_success`, unclamped; 7.0+ clamps to 1024.
-            st.newidle_ratio = if always_roll {
-                st.newidle_success
-            } else {
-                (st.newidle_success + rate_credit).min(1024)
-            };
+            st.newidle_ratio =
+                if always_roll { st.newidle_success } else { (st.newidle_success + rate_credit).min(1024) };
             st.newidle_call /= 2;
             st.newidle_success /= 2;
             st.newidle_window_ns = now;
