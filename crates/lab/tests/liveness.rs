@@ -1,0 +1,253 @@
+//! The liveness matrix: every feature flag, named patch and preemption model changes the
+//! model's decisions where the kernel's change, in the kernel's direction. Each row names its
+//! ground-truth line (`../shared/ground-truth/qemu-2vcpu/summary.csv`) or the kernel-source
+//! reason for the direction. Toggles that cannot act in a single-root-group, fair-only model
+//! are listed in `INERT` with the reason, and checked to be inert, so none is skipped silently.
+
+use lab::runner::{CounterRecord, RunRequest, run_one};
+use lab::spec;
+use sim::config::{Limits, SchedConfig};
+use sim::engine::{Counters, Sim, SimSetup};
+use sim::features::Feature;
+use sim::program::{Op, TaskSpec};
+use sim::topology::Topology;
+
+/// One run of a benchmark command line under a SPEC on a topology.
+fn bench(spec_text: &str, topology: &str, preempt: Option<&str>, argv: &str) -> CounterRecord {
+    let mut variant = spec::parse_full(spec_text).unwrap_or_else(|e| panic!("{spec_text}: {e}"));
+    if let Some(p) = preempt {
+        variant.config.preempt = sim::config::PreemptModel::parse(p).unwrap();
+        variant.config.check_preempt().unwrap();
+    }
+    let req = RunRequest {
+        variant,
+        topology: Topology::by_name(topology).unwrap(),
+        workload: argv.split(' ').map(String::from).collect(),
+        seed: 1,
+        default_duration_ns: 1_000_000_000,
+        max_events: 20_000_000,
+        cpus: None,
+    };
+    run_one(&req).unwrap_or_else(|e| panic!("{spec_text} {argv}: {e}")).counters
+}
+
+fn hog() -> TaskSpec {
+    TaskSpec::new("hog", vec![Op::Run { ns: 10_000_000 }, Op::Loop { target: 0, slot: 0, count: u32::MAX }])
+}
+
+/// A periodic sleeper with an optional custom slice (`sched_attr.sched_runtime`).
+fn sleeper(run_ns: u64, sleep_ns: u64, slice_ns: Option<u64>) -> TaskSpec {
+    let mut t = TaskSpec::new(
+        "sleeper",
+        vec![Op::Run { ns: run_ns }, Op::Sleep { ns: sleep_ns }, Op::Loop { target: 0, slot: 0, count: u32::MAX }],
+    );
+    t.slice_ns = slice_ns;
+    t
+}
+
+/// One run of hand-built tasks on `smp:cpus` for `ms` simulated milliseconds.
+fn tasks(cfg: SchedConfig, cpus: u32, ms: u64, tasks: Vec<TaskSpec>) -> Counters {
+    let setup = SimSetup {
+        sched: cfg,
+        topology: Topology::smp(cpus),
+        seed: 1,
+        limits: Limits { max_events: 20_000_000, max_time_ns: ms * 1_000_000 },
+        tasks,
+        objects: vec![],
+        check_invariants: false,
+    };
+    Sim::new(setup).unwrap().run().unwrap().counters
+}
+
+fn with(mut cfg: SchedConfig, token: &str) -> SchedConfig {
+    cfg.features.apply(token).unwrap();
+    cfg
+}
+
+const HB: &str = "hackbench -p -g 2 -l 100";
+
+// ---- feature flags ----------------------------------------------------------------------------
+
+/// NO_WAKEUP_PREEMPTION: `wakeup_preempt_fair` returns before any decision (fair.c 7.3.4), so
+/// no wakeup preempts; with it hackbench's wakees do.
+#[test]
+fn wakeup_preemption() {
+    let on = bench("v7.3", "smp:4", None, HB);
+    let off = bench("v7.3 NO_WAKEUP_PREEMPTION", "smp:4", None, HB);
+    assert!(on.nr_wakeup_preemptions > 50 && off.nr_wakeup_preemptions == 0, "{on:?}\n{off:?}");
+}
+
+/// NO_RUN_TO_PARITY on 7.3: `set_protect_slice` protects only `normalized_sysctl_sched_base_slice`
+/// (0.70 ms) instead of the request, so wakees preempt more often.
+#[test]
+fn run_to_parity_v7_3() {
+    let on = bench("v7.3", "smp:4", None, HB);
+    let off = bench("v7.3 NO_RUN_TO_PARITY", "smp:4", None, HB);
+    assert!(off.nr_involuntary_switches > on.nr_involuntary_switches * 2, "{on:?}\n{off:?}");
+}
+
+/// ≤6.16: the marker is set at every pick and `update_curr` reschedules only at the end of the
+/// request (`did_preempt_short`, 6.12.117 l.1180), so two hogs switch at the same rate with and
+/// without RUN_TO_PARITY (kernel-fair-errata "Slice protection on ≤6.16"); with wakeups the
+/// wakeup-time pick ignores the protection and preempts more.
+#[test]
+fn run_to_parity_v6_12() {
+    let mut lts = spec::parse_full("v6.12").unwrap().config;
+    lts.sysctl.set("base_slice_ns", "12000000").unwrap();
+    let hogs = || vec![hog(), hog()];
+    let on = tasks(lts.clone(), 1, 2000, hogs());
+    let off = tasks(with(lts.clone(), "NO_RUN_TO_PARITY"), 1, 2000, hogs());
+    assert_eq!(on.nr_switches, off.nr_switches, "{on:?}\n{off:?}");
+    assert!((160..=170).contains(&on.nr_switches), "one switch per 12 ms request: {on:?}");
+    // Wakeups: the wakeup-time pick ignores the marker without RUN_TO_PARITY. Ground truth:
+    // NO_RUN_TO_PARITY on 6.12.117, 2 vCPU, hb_thr_pipe: involuntary share 15.2% -> 34.1%.
+    let argv = "hackbench -T -p -g 2 -l 100";
+    let on = bench("v6.12", "vm-2cpu", Some("voluntary"), argv);
+    let off = bench("v6.12 NO_RUN_TO_PARITY", "vm-2cpu", Some("voluntary"), argv);
+    let invol = |c: &CounterRecord| c.nr_involuntary_switches as f64 / c.nr_switches as f64;
+    assert!(invol(&off) > invol(&on) * 1.2, "{on:?}\n{off:?}");
+}
+
+/// PREEMPT_SHORT: a wakee with a shorter slice ignores curr's protection (the PREEMPT_WAKEUP_SHORT
+/// action of `wakeup_preempt_fair`, 7.3.4), so a 0.1 ms-slice sleeper preempts a hog at once;
+/// without it, it waits for the hog's protection to end.
+#[test]
+fn preempt_short() {
+    let mix = || vec![hog(), sleeper(50_000, 2_000_000, Some(100_000))];
+    let on = tasks(SchedConfig::v7_3(), 1, 1000, mix());
+    let off = tasks(with(SchedConfig::v7_3(), "NO_PREEMPT_SHORT"), 1, 1000, mix());
+    assert!(on.nr_wakeup_preemptions > off.nr_wakeup_preemptions, "{on:?}\n{off:?}");
+}
+
+/// NO_DELAY_DEQUEUE on 6.12.117, hb_thr_pipe (`hackbench -T -p -g 2 -l 100`, 2 vCPUs,
+/// voluntary): real switches per op 0.034 -> 0.047 (summary.csv): more switches without it.
+#[test]
+fn delay_dequeue_v6_12() {
+    let argv = "hackbench -T -p -g 2 -l 100";
+    let on = bench("v6.12", "vm-2cpu", Some("voluntary"), argv);
+    let off = bench("v6.12 NO_DELAY_DEQUEUE", "vm-2cpu", Some("voluntary"), argv);
+    assert!(off.nr_switches > on.nr_switches, "{on:?}\n{off:?}");
+}
+
+/// NEXT_BUDDY on 7.3: sync wakeups go through `preempt_sync`, which measures the waker's runtime
+/// as `rq_clock_task - exec_start`, always 0 after `update_curr` (spec §6.3), so it returns
+/// PREEMPT_WAKEUP_NONE: fewer wakeup preemptions.
+#[test]
+fn next_buddy() {
+    let off = bench("v7.3", "smp:4", None, HB);
+    let on = bench("v7.3 NEXT_BUDDY", "smp:4", None, HB);
+    assert!(on.nr_wakeup_preemptions < off.nr_wakeup_preemptions, "{off:?}\n{on:?}");
+}
+
+// ---- named patches ----------------------------------------------------------------------------
+
+/// +preempt-sync-runtime-fix: the waker's real runtime since its pick can reach the threshold, so
+/// `preempt_sync` sometimes asks for PREEMPT_WAKEUP_RESCHED where the unfixed one always says
+/// NONE: a larger share of wakeups preempts (on one CPU, where every wakeup meets a waker).
+#[test]
+fn patch_preempt_sync_runtime_fix() {
+    let argv = "hackbench -p -g 1 -l 200";
+    let base = bench("v7.3 NEXT_BUDDY", "smp:2", None, argv);
+    let fix = bench("v7.3 NEXT_BUDDY +preempt-sync-runtime-fix", "smp:2", None, argv);
+    let share = |c: &CounterRecord| c.nr_wakeup_preemptions as f64 / c.nr_wakeups as f64;
+    assert!(share(&fix) > share(&base), "{base:?}\n{fix:?}");
+}
+
+/// +revert-force-wakeup-preemption on 6.19-rc6: the forced reschedule of an ineligible waker
+/// (15257cc2f905 removes it) goes, so fewer wakeups preempt.
+#[test]
+fn patch_revert_force_wakeup_preemption() {
+    let rc6 = bench("v6.19-rc6", "smp:4", None, HB);
+    let rev = bench("v6.19-rc6 +revert-force-wakeup-preemption", "smp:4", None, HB);
+    assert!(rev.nr_wakeup_preemptions < rc6.nr_wakeup_preemptions, "{rc6:?}\n{rev:?}");
+}
+
+/// +next-buddy-eevdf on 6.18: the old NEXT_BUDDY (off) becomes the EEVDF one (on), whose
+/// `preempt_sync` suppresses sync wakeup preemption (see `next_buddy`).
+#[test]
+fn patch_next_buddy_eevdf() {
+    let old = bench("v6.18", "smp:4", None, HB);
+    let new = bench("v6.18 +next-buddy-eevdf", "smp:4", None, HB);
+    assert!(new.nr_wakeup_preemptions < old.nr_wakeup_preemptions, "{old:?}\n{new:?}");
+}
+
+/// +wake-affine-idle-delayed-fix on 6.12.0: a waker CPU whose only other task is delayed counts
+/// as "waker alone" in the sync test (`nr_running - cfs_h_nr_delayed == 1`), so a larger share of
+/// affine attempts pulls the wakee to the waker's CPU.
+#[test]
+fn patch_wake_affine_idle_delayed_fix() {
+    let old = bench("v6.12.0", "smp:2", None, HB);
+    let fix = bench("v6.12.0 +wake-affine-idle-delayed-fix", "smp:2", None, HB);
+    let share = |c: &CounterRecord| c.nr_wakeups_affine as f64 / c.nr_wakeups_affine_attempts as f64;
+    assert!(share(&fix) > share(&old), "{old:?}\n{fix:?}");
+}
+
+/// +wake-affine-sync-reciprocal on a non-SMT machine: narrow reciprocal sync wakeups keep the
+/// waker CPU, skipping select_idle_sibling: more local wakeups.
+#[test]
+fn patch_wake_affine_sync_reciprocal() {
+    let base = bench("v7.3", "smp:4", None, "pipe --classic -l 2000");
+    let patched = bench("v7.3 +wake-affine-sync-reciprocal", "smp:4", None, "pipe --classic -l 2000");
+    assert!(patched.nr_wakeups_local > base.nr_wakeups_local, "{base:?}\n{patched:?}");
+}
+
+// ---- preemption models ------------------------------------------------------------------------
+
+/// full vs voluntary (6.18): under full a wakeup's TIF_NEED_RESCHED preempts at the
+/// `preempt_enable()` in kernel mode (`preempt_schedule`, core.c); under voluntary only at the
+/// return to user: more involuntary switches under full. lazy vs full: fair-vs-fair requests set
+/// TIF_NEED_RESCHED_LAZY (`get_lazy_tif_bit`, 7.3.4 core.c), acted upon only at the return to user
+/// or promoted at the tick: fewer involuntary switches than full.
+#[test]
+fn preemption_models() {
+    let voluntary = bench("v6.18", "smp:2", Some("voluntary"), "hackbench -p -g 1 -l 200");
+    let full = bench("v6.18", "smp:2", Some("full"), "hackbench -p -g 1 -l 200");
+    let lazy = bench("v6.18", "smp:2", Some("lazy"), "hackbench -p -g 1 -l 200");
+    assert!(full.nr_involuntary_switches > voluntary.nr_involuntary_switches, "{voluntary:?}\n{full:?}");
+    assert!(lazy.nr_involuntary_switches < full.nr_involuntary_switches, "{lazy:?}\n{full:?}");
+    let full73 = bench("v7.3", "smp:2", Some("full"), "hackbench -p -g 1 -l 200");
+    let lazy73 = bench("v7.3", "smp:2", Some("lazy"), "hackbench -p -g 1 -l 200");
+    assert!(lazy73.nr_wakeup_preemptions != full73.nr_wakeup_preemptions, "{lazy73:?}\n{full73:?}");
+}
+
+/// Which models a kernel offers (`sched_dynamic_mode`): 7.x on x86-64 has full and lazy only
+/// (7dadeaa6e851), 6.12 has no lazy (it came in 6.13).
+#[test]
+fn preemption_models_offered() {
+    let cfg = |k: &str, m: &str| {
+        let mut c = spec::parse_full(k).unwrap().config;
+        c.preempt = sim::config::PreemptModel::parse(m).unwrap();
+        c.check_preempt()
+    };
+    assert!(cfg("v7.3", "none").unwrap_err().contains("preempt=none"));
+    assert!(cfg("v7.2", "voluntary").is_err() && cfg("v6.19", "voluntary").is_ok());
+    assert!(cfg("v6.12", "lazy").unwrap_err().contains("preempt=lazy"));
+    assert!(cfg("v6.18", "none").is_ok() && cfg("v6.18", "lazy").is_ok());
+}
+
+// ---- what cannot act --------------------------------------------------------------------------
+
+/// Toggles with no effect in this model, each with the reason. `none` vs `voluntary` belongs here
+/// too: they differ only at `might_resched()` points (`might_sleep()` in mutex_lock, GFP_KERNEL
+/// allocations) reached with a request pending in the middle of a kernel path; the model's kernel
+/// paths are one copy with the wakeups at their end, so both act at the same return to user.
+const INERT: &[(Feature, &str)] = &[
+    (Feature::PARANOID_AVG, "the model's avg_vruntime sums are exact; the overflow checks never trigger"),
+    (Feature::HRTICK_DL, "deadline class only"),
+    (Feature::NONTASK_CAPACITY, "no IRQ or RT time is modelled, so capacity never shrinks"),
+    (Feature::WARN_DOUBLE_CLOCK, "debug only"),
+    (Feature::RT_PUSH_IPI, "RT class only"),
+    (Feature::RT_RUNTIME_SHARE, "RT class only"),
+    (Feature::LATENCY_WARN, "debug only"),
+    (Feature::CACHE_HOT_BUDDY, "task_hot() reads it for the next buddy, set only with NEXT_BUDDY; off by default"),
+];
+
+#[test]
+fn inert_toggles_are_listed_and_inert() {
+    for &(f, why) in INERT {
+        let token = if f.default_v7_3() { format!("NO_{}", f.name()) } else { f.name().to_string() };
+        let base = bench("v7.3", "smp:4", None, HB);
+        let toggled = bench(&format!("v7.3 {token}"), "smp:4", None, HB);
+        assert_eq!(format!("{base:?}"), format!("{toggled:?}"), "{token} is listed as inert ({why})");
+    }
+}
