@@ -129,6 +129,38 @@ fn delay_dequeue_v6_12() {
     assert!(off.nr_switches > on.nr_switches, "{on:?}\n{off:?}");
 }
 
+/// DELAY_DEQUEUE on a Raspberry Pi 5 with four pipe pairs (`stress-ng --pipe 4` in the list
+/// report, modelled as four `perf bench sched pipe` pairs on 4 CPUs, 6.12, preempt full): a
+/// sleeper that blocks ineligible stays queued on its CPU and is requeued there at wakeup without
+/// `select_task_rq` (ttwu_runnable), so the pairs stay put and every wakeup preempts the waker.
+/// Real (lkml 2026-04-18, Tom Gebhardt): sched_migrate_task 98 -> 4 and sched_switch +89 % with
+/// DELAY_DEQUEUE.
+#[test]
+fn delay_dequeue_rpi5_pipe_pairs() {
+    let run = |spec_text: &str| {
+        let argv: Vec<String> = "pipe -l 5000".split(' ').map(String::from).collect();
+        let bg = vec![argv.clone(), argv.clone(), argv.clone()];
+        let topo = Topology::by_name("rpi5").unwrap();
+        let wl = lab::runner::resolve_workload_on(&argv, &bg, topo.nr_cpus() as u32).unwrap();
+        let mut cfg = spec::parse_full(spec_text).unwrap().config;
+        cfg.preempt = sim::config::PreemptModel::Full;
+        let setup = SimSetup {
+            sched: cfg,
+            topology: topo,
+            seed: 1,
+            limits: Limits { max_events: 20_000_000, max_time_ns: 10_000_000_000 },
+            tasks: wl.tasks,
+            objects: wl.objects,
+            check_invariants: false,
+        };
+        Sim::new(setup).unwrap().run().unwrap().counters
+    };
+    let on = run("v6.12");
+    let off = run("v6.12 NO_DELAY_DEQUEUE");
+    assert!(on.nr_switches * 10 > off.nr_switches * 15, "{on:?}\n{off:?}");
+    assert!(on.nr_migrations < off.nr_migrations, "{on:?}\n{off:?}");
+}
+
 /// NEXT_BUDDY on 7.3: sync wakeups go through `preempt_sync`, which measures the waker's runtime
 /// as `rq_clock_task - exec_start`, always 0 after `update_curr` (spec §6.3), so it returns
 /// PREEMPT_WAKEUP_NONE: fewer wakeup preemptions. Ground truth: NEXT_BUDDY on 7.3.4, 2 vCPU,
