@@ -9,6 +9,9 @@ use sim::program::TaskSpec;
 
 use crate::runner::resolve_workload_on;
 
+/// A benchmark's own metric computed from a finished run.
+pub type ToolMetric = Box<dyn Fn(&SimReport) -> f64 + Send + Sync>;
+
 /// What one ground-truth workload is in the model.
 pub struct CaseWorkload {
     pub tasks: Vec<TaskSpec>,
@@ -19,7 +22,7 @@ pub struct CaseWorkload {
     pub command: String,
     pub kind: Kind,
     /// The benchmark's own metric (its printed number), for `bench_value`.
-    pub tool_metric: Option<Box<dyn Fn(&SimReport) -> f64 + Send + Sync>>,
+    pub tool_metric: Option<ToolMetric>,
 }
 
 /// How a workload's ops and its own number (`bench_value`) are found.

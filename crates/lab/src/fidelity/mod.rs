@@ -154,8 +154,8 @@ pub fn run(mut truth: GroundTruth, options: Options) -> Result<Fidelity, LabErro
         return Err(LabError::Input("--runs must be at least 1".into()));
     }
     let selected = |key: &CaseKey| {
-        options.workloads.as_ref().is_none_or(|w| w.iter().any(|w| *w == key.workload))
-            && options.kernels.as_ref().is_none_or(|k| k.iter().any(|k| *k == key.guest.kernel))
+        options.workloads.as_ref().is_none_or(|w| w.contains(&key.workload))
+            && options.kernels.as_ref().is_none_or(|k| k.contains(&key.guest.kernel))
     };
     if let Some(ws) = &options.workloads {
         for w in ws {
