@@ -1,0 +1,40 @@
+//! `schedlab fidelity` as a user runs it: the shipped ground truth, a subset, JSON, bad input.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn schedlab(args: &[&str]) -> Output {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    Command::new(env!("CARGO_BIN_EXE_schedlab")).args(args).current_dir(root).output().expect("run schedlab")
+}
+
+/// The JSON counts are the schema, they add up, and a second run prints the same bytes.
+#[test]
+fn subset_json_counts_and_determinism() {
+    let args = ["fidelity", "--json", "--runs", "1", "--workloads", "latctx2,pp,hb_pipe", "--kernels", "6.12.117"];
+    let a = schedlab(&args);
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&a.stdout).unwrap();
+    let n = |p: &str| v.pointer(p).and_then(|x| x.as_u64()).unwrap_or_else(|| panic!("{p} missing"));
+    assert!(n("/effects/scored") > 0);
+    assert!(n("/effects/direction") <= n("/effects/scored"));
+    assert!(n("/effects/magnitude") <= n("/effects/direction"));
+    assert!(n("/defaults/in_range") <= n("/defaults/cells"));
+    assert!(n("/defaults/within_1_5x") <= n("/defaults/cells"));
+    assert_eq!(n("/effects/scored") as usize, v["effects"]["list"].as_array().unwrap().len());
+    // Only the selected kernel and workloads were run.
+    for e in v["defaults"]["list"].as_array().unwrap() {
+        assert_eq!(e["case"]["kernel"], "6.12.117");
+        assert!(["latctx2", "pp", "hb_pipe"].contains(&e["case"]["workload"].as_str().unwrap()));
+    }
+    assert_eq!(a.stdout, schedlab(&args).stdout);
+}
+
+#[test]
+fn missing_directory_is_bad_input() {
+    let o = schedlab(&["fidelity", "/nonexistent-ground-truth"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("/nonexistent-ground-truth/summary.csv"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
