@@ -214,14 +214,14 @@ fn write_text(
     per_task: bool,
 ) -> anyhow::Result<()> {
     let changed = feature_tokens(&cfg.features, &cfg.kernel);
+    // The glued SPEC form (v7.3+preempt-sync-runtime-fix) keeps the line's words one each.
+    let kernel = format!("{}{}", cfg.kernel, patches.concat());
     writeln!(
         out,
-        "# schedlab {} seed={} topology={} kernel={} preempt={} hz={} features={}",
+        "# schedlab {} seed={} topology={} kernel={kernel} preempt={} hz={} features={}",
         env!("CARGO_PKG_VERSION"),
         a.sim.seed,
         topo.name,
-        // The glued SPEC form (v7.3+preempt-sync-runtime-fix) keeps the line's words one each.
-        format!("{}{}", cfg.kernel, patches.concat()),
         cfg.preempt.name(),
         cfg.hz,
         if changed.is_empty() { "defaults".to_string() } else { changed.join(",") }

@@ -280,10 +280,15 @@ fn compare_pinned_on_a_large_machine_fits_100_columns() {
     ]);
     assert!(out.lines().all(|l| l.len() <= 100 && l.is_ascii()), "{out}");
     assert!(out.contains("# A = v7.2 (base)\n# B = v7.2 +wake-affine-sync-reciprocal\n"), "{out}");
-    assert!(joined(&out).contains("--workload '--cpus 78,79 pipe --classic -l 5000'"), "{out}");
+    assert!(joined(&out).contains(" --cpus 78,79 --base v7.2 "), "{out}");
+    assert!(joined(&out).contains("--workload 'pipe --classic -l 5000'"), "{out}");
+    // The reproduce line, run, prints the same table.
+    let line = joined(&out).lines().find_map(|l| l.strip_prefix("# reproduce: ").map(str::to_string)).unwrap();
+    let again: Vec<String> = lab::words::split(&line).unwrap();
+    let again: Vec<&str> = again.iter().skip(1).map(String::as_str).collect();
+    assert_eq!(ok(&again), out, "{line}");
     let row = out.lines().find(|l| l.starts_with("B ")).expect("B's row");
     assert!(row.contains('[') && row.contains(']') && row.contains('%'), "{row}");
-    // The same seeds: rerunning the reproduce line gives the same table.
     let o = schedlab(&[
         "compare",
         "--cpus",
