@@ -56,6 +56,9 @@ pub struct ExplainArgs {
     /// CPUs every workload task may run on (taskset -c syntax).
     #[arg(long, value_name = "LIST")]
     pub cpus: Option<String>,
+    /// A benchmark to run beside the workload, e.g. 'stress-ng --cpu 4' (repeatable).
+    #[arg(long, value_name = "COMMAND")]
+    pub background: Vec<String>,
     /// Decisions of context shown before the divergence.
     #[arg(long, default_value_t = 8)]
     pub context: usize,
@@ -259,6 +262,9 @@ fn reproduce(a: &ExplainArgs, base: &str, variant: &str) -> String {
     if let Some(c) = &a.cpus {
         cmd += &format!(" --cpus {c}");
     }
+    for b in &a.background {
+        cmd += &format!(" --background {}", quote(b));
+    }
     cmd += &format!(" --base {} --variant {} {}", quote(base), quote(variant), lab::words::join(&a.workload));
     cmd
 }
@@ -277,8 +283,16 @@ pub fn explain(a: &ExplainArgs) -> anyhow::Result<()> {
         Some(list) => Some(setup::cpu_list(list, ncpus)?),
         None => None,
     };
+    let mut background = Vec::new();
+    for b in &a.background {
+        match lab::words::split(b) {
+            Ok(w) if !w.is_empty() => background.push(w),
+            Ok(_) => return user("--background: empty command"),
+            Err(e) => return user(format!("--background: {e}")),
+        }
+    }
     let resolve = || -> anyhow::Result<(ResolvedWorkload, SimSetup)> {
-        let wl = lab::runner::resolve_workload_on(&a.workload, &[], ncpus).map_err(UserError)?;
+        let wl = lab::runner::resolve_workload_on(&a.workload, &background, ncpus).map_err(UserError)?;
         let mut tasks = wl.tasks.clone();
         if let Some(c) = &cpus {
             for t in &mut tasks {

@@ -3,8 +3,9 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle, TermLike};
@@ -108,6 +109,9 @@ pub struct CompareArgs {
     /// Worker threads [default: one per CPU]; results do not depend on it.
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
+    /// No progress on stderr (a bar on a terminal, else a line at most every 10 s).
+    #[arg(long, short)]
+    pub quiet: bool,
     /// The workload and its own flags: `rtapp FILE.json` (put options before it).
     #[arg(num_args = 0.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "WORKLOAD")]
     pub workload: Vec<String>,
@@ -129,6 +133,9 @@ pub struct SweepArgs {
     /// Worker threads [default: one per CPU]; results do not depend on it.
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
+    /// No progress on stderr (a bar on a terminal, else a line at most every 10 s).
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 /// Merge results databases (shards) into one, skipping runs already present.
@@ -167,11 +174,22 @@ pub fn patches() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A progress bar on stderr (hidden when stderr is not a terminal) and the Ctrl-C flag.
+/// Progress on stderr: a bar on a terminal; otherwise (Slurm, Kubernetes and CI logs) a plain
+/// line at most every [`LOG_EVERY`]; nothing with --quiet. And the Ctrl-C flag.
 struct Progress {
     bar: ProgressBar,
     cancel: Arc<AtomicBool>,
+    log: Option<Mutex<LogState>>,
 }
+
+/// The plain-line progress of a log: when it started and last printed.
+struct LogState {
+    start: Instant,
+    last: Instant,
+}
+
+/// At most one plain progress line per this interval.
+const LOG_EVERY: Duration = Duration::from_secs(10);
 
 /// console's stderr terminal, reporting 3 columns fewer than it has. indicatif pads its line to
 /// the reported width, leaving the cursor at the right edge; on a full-width line the terminal's
@@ -213,8 +231,9 @@ impl TermLike for NarrowTerm {
 }
 
 impl Progress {
-    fn new() -> Progress {
-        let target = if std::io::stderr().is_terminal() {
+    fn new(quiet: bool) -> Progress {
+        let terminal = std::io::stderr().is_terminal();
+        let target = if terminal && !quiet {
             ProgressDrawTarget::term_like_with_hz(Box::new(NarrowTerm(console::Term::stderr())), 10)
         } else {
             ProgressDrawTarget::hidden()
@@ -236,7 +255,24 @@ impl Progress {
             }
             b.set_message("interrupted: finishing the runs in progress (Ctrl-C again to quit now)");
         });
-        Progress { bar, cancel }
+        let log = (!terminal && !quiet).then(|| Mutex::new(LogState { start: Instant::now(), last: Instant::now() }));
+        Progress { bar, cancel, log }
+    }
+
+    /// One run finished: advance the bar, or print a log line when one is due.
+    fn tick(&self) {
+        self.bar.inc(1);
+        let Some(log) = &self.log else { return };
+        let mut st = log.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        let (done, total) = (self.bar.position(), self.bar.length().unwrap_or(0));
+        if now.duration_since(st.last) < LOG_EVERY || done >= total {
+            return;
+        }
+        st.last = now;
+        let elapsed = now.duration_since(st.start).as_secs_f64();
+        let eta = elapsed * (total - done) as f64 / done.max(1) as f64;
+        eprintln!("schedlab: {done}/{total} runs done, {elapsed:.0} s elapsed, about {eta:.0} s left");
     }
 
     fn interrupted(&self) -> bool {
@@ -249,7 +285,7 @@ impl SweepProgress for Progress {
         self.bar.set_length(to_run as u64);
     }
     fn done(&self, _key: &RunKey, _outcome: &Outcome) {
-        self.bar.inc(1);
+        self.tick();
     }
 }
 
@@ -294,7 +330,7 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<()> {
                 (Some(p), _) => {
                     let plan = plan::load_plan(p).map_err(lab_err)?;
                     let sel = select_in_plan(&plan, a)?;
-                    let samples = run_plan(&plan, a.jobs)?;
+                    let samples = run_plan(&plan, a.jobs, a.quiet)?;
                     compare::build(&samples, &sel, opts).map_err(lab_err)?
                 }
                 (_, Some(dir)) => from_store(dir, a, opts)?,
@@ -303,7 +339,7 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<()> {
         }
         _ => {
             let plan = plan_from_flags(a)?;
-            let samples = run_plan(&plan, a.jobs)?;
+            let samples = run_plan(&plan, a.jobs, a.quiet)?;
             compare::build(&samples, &Selection::from_plan(&plan), opts).map_err(lab_err)?
         }
     };
@@ -384,12 +420,12 @@ fn select_in_plan(plan: &Plan, a: &CompareArgs) -> anyhow::Result<Selection> {
 }
 
 /// Runs every run of a plan in parallel; the samples come back in plan order.
-fn run_plan(plan: &Plan, jobs: Option<usize>) -> anyhow::Result<Vec<Sample>> {
+fn run_plan(plan: &Plan, jobs: Option<usize>, quiet: bool) -> anyhow::Result<Vec<Sample>> {
     let slots = plan.runs();
     let requests: Vec<_> = slots.iter().map(|s| plan.request(s)).collect();
-    let progress = Progress::new();
+    let progress = Progress::new(quiet);
     progress.bar.set_length(requests.len() as u64);
-    let outcomes = with_jobs(jobs, || sweep::run_all(&requests, &progress.cancel, |_, _| progress.bar.inc(1)))?;
+    let outcomes = with_jobs(jobs, || sweep::run_all(&requests, &progress.cancel, |_, _| progress.tick()))?;
     progress.bar.finish_and_clear();
     if progress.interrupted() {
         eprintln!("schedlab: interrupted");
@@ -498,7 +534,7 @@ pub fn sweep(a: &SweepArgs) -> anyhow::Result<()> {
     };
     let plan = plan::load_plan(&a.plan).map_err(lab_err)?;
     let store = Store::create(&a.out).map_err(lab_err)?;
-    let progress = Progress::new();
+    let progress = Progress::new(a.quiet);
     let report = with_jobs(a.jobs, || sweep::sweep(&plan, &store, shard, &progress.cancel, &progress))?;
     progress.bar.finish_and_clear();
     let report = report.map_err(lab_err)?;

@@ -1,7 +1,9 @@
 //! `schedlab run`: one workload on one simulated machine.
 
-use std::io::Write;
-use std::time::Instant;
+use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use sim::config::{Limits, SchedConfig};
@@ -63,9 +65,16 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
         None => None,
     };
     let started = Instant::now();
-    let sim = Sim::new(setup).map_err(crate::setup::UserError)?;
-    let report =
-        crate::tracefile::run(sim, trace)?.map_err(|v| anyhow::anyhow!("{v}\nreproduce with: {}", reproduce(a)))?;
+    let mut sim = Sim::new(setup).map_err(crate::setup::UserError)?;
+    let drawn = Arc::new(AtomicBool::new(false));
+    if !a.quiet && std::io::stderr().is_terminal() {
+        sim.set_observer(PROGRESS_EVERY, progress_line(max_time_ns, wl.duration_ns.is_some(), drawn.clone()));
+    }
+    let result = crate::tracefile::run(sim, trace);
+    if drawn.load(Ordering::Relaxed) {
+        eprint!("\r\x1b[K");
+    }
+    let report = result?.map_err(|v| anyhow::anyhow!("{v}\nreproduce with: {}", reproduce(a)))?;
     let wall_ms = started.elapsed().as_secs_f64() * 1e3;
     let mut out = std::io::stdout().lock();
     if a.json {
@@ -90,6 +99,42 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
         );
     }
     stop_warning(&report, a)
+}
+
+/// Events between two looks at the wall clock during a run (a few ms of simulation).
+const PROGRESS_EVERY: u64 = 1 << 16;
+/// A run shorter than this (wall time) shows no progress.
+const PROGRESS_AFTER: Duration = Duration::from_secs(2);
+
+/// The observer that redraws one stderr line (simulated time, events, rate, ETA when the run
+/// ends at a known simulated time) every quarter second once the run has taken 2 s; `drawn`
+/// tells the caller to clear it.
+fn progress_line(max_time_ns: u64, bounded: bool, drawn: Arc<AtomicBool>) -> Box<dyn FnMut(u64, u64) + Send> {
+    let start = Instant::now();
+    let mut last = start;
+    Box::new(move |now_ns, events| {
+        let t = Instant::now();
+        let elapsed = t.duration_since(start);
+        if elapsed < PROGRESS_AFTER || t.duration_since(last) < Duration::from_millis(250) {
+            return;
+        }
+        last = t;
+        let secs = elapsed.as_secs_f64();
+        let eta = if bounded && now_ns > 0 {
+            let left = secs * (max_time_ns.saturating_sub(now_ns)) as f64 / now_ns as f64;
+            format!(", ETA {left:.0} s")
+        } else {
+            String::new()
+        };
+        eprint!(
+            "\r\x1b[Kschedlab: simulated {:.3} of at most {:.3} s, {:.1} M events ({:.1} M/s){eta}",
+            now_ns as f64 / 1e9,
+            max_time_ns as f64 / 1e9,
+            events as f64 / 1e6,
+            events as f64 / 1e6 / secs
+        );
+        drawn.store(true, Ordering::Relaxed);
+    })
 }
 
 /// A run that did not end the way its workload should: said on stderr, and a deadlock (a broken
@@ -172,14 +217,14 @@ fn write_text(
     per_task: bool,
 ) -> anyhow::Result<()> {
     let changed = feature_tokens(&cfg.features, &cfg.kernel);
+    // The glued SPEC form (v7.3+preempt-sync-runtime-fix) keeps the line's words one each.
+    let kernel = format!("{}{}", cfg.kernel, patches.concat());
     writeln!(
         out,
-        "# schedlab {} seed={} topology={} kernel={} preempt={} hz={} features={}",
+        "# schedlab {} seed={} topology={} kernel={kernel} preempt={} hz={} features={}",
         env!("CARGO_PKG_VERSION"),
         a.sim.seed,
         topo.name,
-        // The glued SPEC form (v7.3+preempt-sync-runtime-fix) keeps the line's words one each.
-        format!("{}{}", cfg.kernel, patches.concat()),
         cfg.preempt.name(),
         cfg.hz,
         if changed.is_empty() { "defaults".to_string() } else { changed.join(",") }

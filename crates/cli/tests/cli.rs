@@ -156,3 +156,68 @@ fn examples_run_with_invariant_checks() {
         assert!(stdout(&o).contains("simulated "));
     }
 }
+
+/// Issue 14's `run` forms: a patched kernel SPEC, a slice of a preset, options after the
+/// workload, an unknown option before it, the workloads in --help, and a background workload's
+/// metric in the JSON.
+#[test]
+fn run_takes_specs_slices_and_late_options() {
+    let ok = |args: &[&str]| {
+        let o = schedlab(args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        stdout(&o)
+    };
+    let v: serde_json::Value = serde_json::from_str(&ok(&[
+        "run",
+        "--json",
+        "--kernel",
+        "v7.3 +preempt-sync-runtime-fix",
+        "pipe",
+        "-l",
+        "2000",
+    ]))
+    .unwrap();
+    assert_eq!(v["patches"], serde_json::json!(["+preempt-sync-runtime-fix"]));
+    assert!(v["command"].as_str().unwrap().contains("--kernel 'v7.3 +preempt-sync-runtime-fix'"), "{v}");
+    let plain: serde_json::Value =
+        serde_json::from_str(&ok(&["run", "--json", "--kernel", "v7.3", "pipe", "-l", "2000"])).unwrap();
+    assert_eq!(plain["patches"], serde_json::json!([]));
+
+    let text = ok(&["run", "--topology", "xeon-8369hb-4s:cpus=0-15", "pipe", "-l", "1000", "--seed", "3"]);
+    assert!(text.contains("topology=xeon-8369hb-4s:cpus=0-15") && text.contains("--seed 3 "), "{text}");
+    let show = ok(&["topology", "show", "spr-2s-192:nodes=1"]);
+    assert!(show.starts_with("spr-2s-192:nodes=1: 96 CPUs, 1 package(s), 1 node(s)"), "{show}");
+
+    let o = schedlab(&["run", "--foo", "pipe"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("`--foo`") && stderr(&o).contains("before the workload"), "{}", stderr(&o));
+    let o = schedlab(&["run", "--kernel", "v9.9", "pipe"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("unknown kernel preset `v9.9`"), "{}", stderr(&o));
+
+    let help = ok(&["run", "--help"]);
+    for w in ["hackbench", "messaging", "pipe", "schbench", "lat_ctx", "netperf", "stress-ng", "pgbench", "rtapp"] {
+        assert!(help.lines().any(|l| l.trim_start().starts_with(w)), "{w} missing from run --help: {help}");
+    }
+
+    let v: serde_json::Value = serde_json::from_str(&ok(&[
+        "run",
+        "--json",
+        "--background",
+        "stress-ng --cpu 1 --timeout 1",
+        "schbench",
+        "-m",
+        "1",
+        "-t",
+        "1",
+        "-r",
+        "1",
+    ]))
+    .unwrap();
+    assert_eq!(v["background"][0]["workload"], "stress-ng --cpu 1 --timeout 1");
+    assert_eq!(v["background"][0]["metric"]["name"], "bogo_ops_per_sec");
+    assert!(v["background"][0]["metric"]["value"].as_f64().unwrap() > 0.0, "{v}");
+
+    let np = ok(&["run", "--topology", "smp:4", "netperf", "--clients", "2", "-t", "TCP_RR", "-l", "1", "-P", "0"]);
+    assert_eq!(np.lines().filter(|l| l.starts_with("16384  131072 1")).count(), 2, "{np}");
+}

@@ -147,3 +147,29 @@ fn bad_input_is_exit_code_2() {
     let o = schedlab(&["explain", "--base", "v7.3", "--variant", "NEXT_BUDDY", "--cpus", "7", "pipe"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
+
+/// `--background` puts its benchmark into both runs: its tasks take part in the decisions and
+/// the reproduce line carries it.
+#[test]
+fn background_workloads_run_in_both_runs() {
+    let o = schedlab(&[
+        "explain",
+        "--base",
+        "v7.3",
+        "--variant",
+        "NO_DELAY_DEQUEUE",
+        "--background",
+        "stress-ng --cpu 1 --timeout 1",
+        "schbench",
+        "-m",
+        "1",
+        "-t",
+        "2",
+        "-r",
+        "1",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("--background 'stress-ng --cpu 1 --timeout 1' --base v7.3"), "{out}");
+    assert!(out.contains("stress-ng-cpu:"), "the hog's tasks appear in the decisions: {out}");
+}

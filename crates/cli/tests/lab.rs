@@ -57,16 +57,22 @@ fn compare_brief_form_is_deterministic_across_threads() {
     let one = ok(&args("1"));
     let two = ok(&args("2"));
     assert_eq!(one, two);
-    assert!(one.contains("# seeds 1..3 (3 runs per variant)"), "{one}");
+    assert!(one.contains("seeds 1..3, 3 runs per variant"), "{one}");
     assert!(one.contains("positive = better"), "{one}");
+    assert!(one.lines().all(|l| l.len() <= 100 && l.is_ascii()), "{one}");
     assert!(
-        one.contains(
+        joined(&one).contains(
             "# reproduce: schedlab compare --topology smp:2 --seed 1 --runs 3 --duration 10 --base v7.3 \
              --variant 'v7.3 +next-buddy-eevdf' --workload 'rtapp examples/rtapp/mixed.json'"
         ),
         "{one}"
     );
-    assert!(one.contains("v7.3+next-buddy-eevdf %change") && one.contains("nr_wakeup_preemptions"), "{one}");
+    assert!(one.contains("# B = v7.3 +next-buddy-eevdf\n") && one.contains("nr_wakeup_preemptions"), "{one}");
+}
+
+/// The text with wrapped `#` lines (` \` then `#   `) joined back into one line each.
+fn joined(text: &str) -> String {
+    text.replace(" \\\n#   ", " ").replace("\n#   ", " ")
 }
 
 /// Several workloads as --workload strings; JSON and CSV carry seeds and the reproduce line,
@@ -190,7 +196,7 @@ fn sweep_rerun_shards_merge_and_compare_from() {
     let from_all = ok(&["compare", "--from", &dir("all")]);
     assert_eq!(ok(&["compare", "--from", &dir("merged")]), from_all);
     assert_eq!(ok(&["compare", "--plan", plan]), from_all);
-    assert!(from_all.contains("next-buddy %change"), "{from_all}");
+    assert!(from_all.contains("# B = next-buddy: v7.3 +next-buddy-eevdf"), "{from_all}");
     // Choosing variants by name or by SPEC.
     let by_spec = ok(&["compare", "--from", &dir("all"), "--base", "v7.3", "--variant", "v7.3+next-buddy-eevdf"]);
     assert_eq!(by_spec, from_all);
@@ -248,4 +254,105 @@ fn bad_input_exits_2_naming_the_place() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
         assert!(stderr(&o).contains(want), "{args:?}: `{want}` not in {}", stderr(&o));
     }
+}
+
+/// Issue 14: the seed thread's pinned runs (`taskset -c 78,79`) compared on the Altra, with the
+/// table within 100 columns, the CPU list carried into the reproduce line, and a 95 % interval
+/// and p-value for the change.
+#[test]
+fn compare_pinned_on_a_large_machine_fits_100_columns() {
+    let out = ok(&[
+        "compare",
+        "--topology",
+        "ampere-altra-80",
+        "--cpus",
+        "78,79",
+        "--runs",
+        "3",
+        "--base",
+        "v7.2",
+        "--variant",
+        "v7.2 +wake-affine-sync-reciprocal",
+        "pipe",
+        "--classic",
+        "-l",
+        "5000",
+    ]);
+    assert!(out.lines().all(|l| l.len() <= 100 && l.is_ascii()), "{out}");
+    assert!(out.contains("# A = v7.2 (base)\n# B = v7.2 +wake-affine-sync-reciprocal\n"), "{out}");
+    assert!(joined(&out).contains(" --cpus 78,79 --base v7.2 "), "{out}");
+    assert!(joined(&out).contains("--workload 'pipe --classic -l 5000'"), "{out}");
+    // The reproduce line, run, prints the same table.
+    let line = joined(&out).lines().find_map(|l| l.strip_prefix("# reproduce: ").map(str::to_string)).unwrap();
+    let again: Vec<String> = lab::words::split(&line).unwrap();
+    let again: Vec<&str> = again.iter().skip(1).map(String::as_str).collect();
+    assert_eq!(ok(&again), out, "{line}");
+    let row = out.lines().find(|l| l.starts_with("B ")).expect("B's row");
+    assert!(row.contains('[') && row.contains(']') && row.contains('%'), "{row}");
+    let o = schedlab(&[
+        "compare",
+        "--cpus",
+        "80",
+        "--topology",
+        "ampere-altra-80",
+        "--base",
+        "v7.2",
+        "--variant",
+        "NEXT_BUDDY",
+        "pipe",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("CPU 80 is not within the machine's CPUs 0-79"), "{}", stderr(&o));
+}
+
+/// "schbench beside stress-ng": the background workload's metric is compared like the
+/// foreground one, in the table and in JSON.
+#[test]
+fn compare_background_metrics_in_table_and_json() {
+    let args = [
+        "compare",
+        "--runs",
+        "3",
+        "--base",
+        "v7.3",
+        "--variant",
+        "NO_DELAY_DEQUEUE",
+        "--background",
+        "stress-ng --cpu 2 --timeout 1",
+        "schbench",
+        "-m",
+        "1",
+        "-t",
+        "2",
+        "-r",
+        "1",
+    ];
+    let out = ok(&args);
+    assert!(out.contains("beside it, stress-ng --cpu 2 --timeout 1: bogo_ops_per_sec, higher is better"), "{out}");
+    let json_args: Vec<&str> = args.iter().copied().chain(["--format", "json"]).collect();
+    let json: serde_json::Value = serde_json::from_str(&ok(&json_args)).unwrap();
+    let bg = &json["groups"][0]["background"][0];
+    assert_eq!(bg["metric"], "bogo_ops_per_sec");
+    assert_eq!(bg["base"]["values"].as_array().unwrap().len(), 3);
+    assert!(bg["base"]["values"][0].as_f64().unwrap() > 0.0, "{bg}");
+    assert!(bg["variants"][0]["change_pct"].is_number(), "{bg}");
+}
+
+/// A plan's `cpus` and `background` reach every run (and the stored workload).
+#[test]
+fn plan_cpus_and_background() {
+    let tmp = tempfile::tempdir().unwrap();
+    let plan = tmp.path().join("plan.toml");
+    std::fs::write(
+        &plan,
+        "topologies = [\"smp:4\"]\nseeds = 2\ncpus = \"0-1\"\nbackground = [\"stress-ng --cpu 1 --timeout 1\"]\n\
+         workloads = [\"pipe -l 2000\"]\n[[variant]]\nspec = \"v7.3\"\n[[variant]]\nspec = \"NEXT_BUDDY\"\n",
+    )
+    .unwrap();
+    let out = ok(&["compare", "--plan", plan.to_str().unwrap()]);
+    assert!(out.contains("--cpus 0-1 --background 'stress-ng --cpu 1 --timeout 1' pipe -l 2000 on smp:4"), "{out}");
+    std::fs::write(&plan, "seeds = 2\ncpus = \"0-7\"\nworkloads = [\"pipe\"]\n[[variant]]\nspec = \"v7.3\"\n").unwrap();
+    let o = schedlab(&["compare", "--plan", plan.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("field `workloads[0]`") && stderr(&o).contains("CPU 2"), "{}", stderr(&o));
 }

@@ -78,6 +78,14 @@ fn report_from_two_run_json_files() {
     );
     // The same inputs give the same bytes.
     assert_eq!(report(&args), html);
+    assert!(html.contains("; variants: <b>v7.3 NEXT_BUDDY</b>."), "two variants are listed");
+
+    // One file: the page says there is one variant instead of an empty list.
+    let one = dir.path().join("one.html");
+    let html = report(&["report", a.to_str().unwrap(), "-o", one.to_str().unwrap()]);
+    assert!(html.contains("one variant only, so there is nothing to compare it with."), "one variant");
+    assert!(!html.contains("variants: ."));
+    assert!(html.contains("<title>schedlab report: v7.3</title>"));
 }
 
 #[test]

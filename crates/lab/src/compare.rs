@@ -25,7 +25,7 @@
 use serde::Serialize;
 
 use crate::plan::{DEFAULT_MAX_EVENTS, Plan, RunKey};
-use crate::runner::{Better, CounterRecord, RunRecord};
+use crate::runner::{Better, CounterRecord, RunRecord, WorkloadLine};
 use crate::stats::{Summary, TTest, paired_t, welch_t};
 use crate::store::{StoredRun, VERSION};
 use crate::{LabError, words};
@@ -433,11 +433,28 @@ pub fn reproduce_line(
     if max_events != DEFAULT_MAX_EVENTS {
         cmd += &format!(" --max-events {max_events}");
     }
+    // Workload-line options every workload shares are printed as compare's own flags, as the
+    // user typed them (`--cpus 78,79`), the rest of each line as --workload.
+    let lines: Vec<WorkloadLine> = workloads
+        .iter()
+        .map(|w| WorkloadLine::parse(w).unwrap_or_else(|_| WorkloadLine { main: w.clone(), ..Default::default() }))
+        .collect();
+    let shared = |l: &WorkloadLine| (l.cpus.clone(), l.background.clone());
+    let common = lines.first().map(shared).filter(|c| lines.iter().all(|l| shared(l) == *c));
+    if let Some((cpus, background)) = &common {
+        if let Some(c) = cpus {
+            cmd += &format!(" --cpus {}", words::quote(c));
+        }
+        for b in background {
+            cmd += &format!(" --background {}", words::quote(&words::join(b)));
+        }
+    }
     cmd += &format!(" --base {}", words::quote(&sel.base.1));
     for (_, spec) in &sel.variants {
         cmd += &format!(" --variant {}", words::quote(spec));
     }
-    for w in workloads {
+    for (w, line) in workloads.iter().zip(&lines) {
+        let w = if common.is_some() { &line.main } else { w };
         cmd += &format!(" --workload {}", words::quote(&words::join(w)));
     }
     cmd

@@ -28,6 +28,9 @@ pub struct PartMetric {
     pub better: Better,
 }
 
+/// Computes the background workloads' metrics from a finished run.
+pub type BackgroundMetrics = Box<dyn Fn(&SimReport) -> Vec<PartMetric> + Send + Sync>;
+
 /// A workload resolved from its command line, ready to simulate.
 pub struct ResolvedWorkload {
     pub name: String,
@@ -43,7 +46,7 @@ pub struct ResolvedWorkload {
     /// What the real tool prints (empty for rt-app, which prints nothing of its own).
     pub output: Box<dyn Fn(&SimReport) -> String + Send + Sync>,
     /// The metrics of the background workloads, in `--background` order (empty without any).
-    pub background: Box<dyn Fn(&SimReport) -> Vec<PartMetric> + Send + Sync>,
+    pub background: BackgroundMetrics,
 }
 
 /// Whether the benchmark `name` has a long option `--long` (exactly or as an unambiguous

@@ -117,6 +117,34 @@ fn log_label(v: f64) -> String {
     }
 }
 
+/// Ticks of a log axis over `[lo, hi]`: 1, 2 and 5 times the powers of ten inside it, or only
+/// the powers of ten when that gives more than 10 ticks. plotters' own log ticks are the powers
+/// of ten alone, so data within one decade (2.9 to 8.7 µs) got no tick at all.
+fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    if !(lo > 0.0 && hi > lo && hi.is_finite()) {
+        return Vec::new();
+    }
+    let mut ticks = Vec::new();
+    for e in lo.log10().floor() as i32..=hi.log10().ceil() as i32 {
+        for m in [1.0, 2.0, 5.0] {
+            let v = m * 10f64.powi(e);
+            if v >= lo && v <= hi {
+                ticks.push(v);
+            }
+        }
+    }
+    if ticks.len() > 10 {
+        ticks.retain(|v| (v.log10().round() - v.log10()).abs() < 1e-9);
+    }
+    ticks
+}
+
+/// A chart caption of at most the characters that fit `width` pixels at 19 px (about 10 px a
+/// character): a longer caption, centred, would be cut at both ends.
+fn caption(title: &str, width: u32) -> String {
+    short(title, (width.saturating_sub(24) / 10).max(8) as usize)
+}
+
 /// Shortens a label to `max` characters with an ellipsis.
 fn short(s: &str, max: usize) -> String {
     if s.chars().count() <= max { s.to_string() } else { s.chars().take(max - 1).collect::<String>() + "…" }
@@ -145,7 +173,7 @@ pub fn metric_bars(title: &str, y_desc: &str, bars: &[Bar]) -> Result<String, St
         let root = SVGBackend::with_string(&mut svg, (w, h)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let mut chart = ChartBuilder::on(&root)
-            .caption(title, (FONT, 19))
+            .caption(caption(title, w), (FONT, 19))
             .margin(12)
             .x_label_area_size(34)
             .y_label_area_size(80)
@@ -244,12 +272,12 @@ pub fn latency_cdf(title: &str, series: &[CdfSeries]) -> Result<String, String> 
         let root = SVGBackend::with_string(&mut svg, (640, 380)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let mut chart = ChartBuilder::on(&root)
-            .caption(title, (FONT, 19))
+            .caption(caption(title, 640), (FONT, 19))
             .margin(12)
             .margin_right(30)
             .x_label_area_size(44)
             .y_label_area_size(60)
-            .build_cartesian_2d((x0..x1).log_scale(), 0.0f64..1.05)
+            .build_cartesian_2d((x0..x1).log_scale().with_key_points(log_ticks(x0, x1)), 0.0f64..1.05)
             .map_err(err)?;
         chart
             .configure_mesh()
@@ -339,8 +367,10 @@ pub fn gantt(tl: &Timeline, colours: &[(u32, RGBColor)]) -> Result<String, Strin
         let root = SVGBackend::with_string(&mut svg, (w, h)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let mut chart = ChartBuilder::on(&root)
-            .caption(short(&tl.label, 110), (FONT, 18))
+            .caption(caption(&tl.label, w), (FONT, 18))
             .margin(12)
+            // Room for the last x label, centred on the right edge.
+            .margin_right(30)
             .x_label_area_size(40)
             .y_label_area_size(64)
             .build_cartesian_2d(t0..t1, 0.0f64..rows as f64)
@@ -427,5 +457,24 @@ mod tests {
         assert_eq!(axis_label(0.12, 0.16), "0.120");
         assert_eq!(log_label(1000.0), "1000");
         assert_eq!(log_label(0.05), "0.05");
+    }
+
+    #[test]
+    fn log_axis_has_ticks_inside_narrow_data() {
+        assert_eq!(log_ticks(1.45, 17.4), [2.0, 5.0, 10.0]);
+        assert_eq!(log_ticks(0.3, 3e6), [1.0, 10.0, 100.0, 1e3, 1e4, 1e5, 1e6]);
+        // The chart of latencies between 2.9 and 8.7 µs labels 5 (inside the data).
+        let s = [CdfSeries { name: "x".into(), runs: vec![[2900, 4000, 6000, 8700]] }];
+        let c = latency_cdf("lat", &s).unwrap();
+        assert!(c.contains(">\n5\n</text>"), "{c}");
+    }
+
+    #[test]
+    fn long_captions_are_shortened_to_the_chart() {
+        let bars = [Bar { name: "a".into(), mean: 1.0, median: 1.0, ci: None, n: 1 }];
+        let long = "seconds — hackbench -p -g 2 -l 200 --some --long --flags on xeon-8369hb-4s:cpus=0-15";
+        let svg = metric_bars(long, "seconds", &bars).unwrap();
+        assert!(!svg.contains(long) && svg.contains("seconds — hackbench"), "{svg}");
+        assert!(caption(long, 520).chars().count() <= 50);
     }
 }

@@ -72,7 +72,11 @@ fn pct(p: Option<f64>) -> String {
 pub fn render(input: &Input, timelines: &[Timeline], timeline_note: Option<&str>) -> Result<String, String> {
     let c = &input.comparison;
     let mut h = String::new();
-    let title = format!("schedlab report: {} vs {}", c.variants.join(", "), c.base);
+    let title = if c.variants.is_empty() {
+        format!("schedlab report: {}", c.base)
+    } else {
+        format!("schedlab report: {} vs {}", c.variants.join(", "), c.base)
+    };
     let _ = writeln!(h, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">");
     let _ = writeln!(h, "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
     let _ = writeln!(h, "<title>{}</title>\n<style>{CSS}</style>\n</head>\n<body>", esc(&title));
@@ -90,14 +94,19 @@ pub fn render(input: &Input, timelines: &[Timeline], timeline_note: Option<&str>
                 .join(", ")
         ),
     };
+    // One variant only: say so instead of an empty list of variants.
+    let against = if c.variants.is_empty() {
+        "one variant only, so there is nothing to compare it with".to_string()
+    } else {
+        format!("variants: {}", c.variants.iter().map(|v| format!("<b>{}</b>", esc(v))).collect::<Vec<_>>().join(", "))
+    };
     let _ = writeln!(
         h,
-        "<p class=\"meta\">From {source}: {} runs, schedlab {}, seeds {}. Base: <b>{}</b>; variants: {}.</p>",
+        "<p class=\"meta\">From {source}: {} runs, schedlab {}, seeds {}. Base: <b>{}</b>; {against}.</p>",
         input.samples.len(),
         esc(&c.schedlab_version),
         esc(&seeds_text(&c.seeds())),
         esc(&c.base),
-        c.variants.iter().map(|v| format!("<b>{}</b>", esc(v))).collect::<Vec<_>>().join(", ")
     );
     for n in &input.notes {
         let _ = writeln!(h, "<p class=\"note\">Note: {}</p>", esc(n));

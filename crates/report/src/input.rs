@@ -160,18 +160,20 @@ fn str_list(v: &Value, path: &Path, name: &str) -> Result<Vec<String>, String> {
 
 /// Settings a `schedlab run` command line adds to its kernel preset, as SPEC-like tokens.
 fn command_tokens(command: &str) -> Vec<String> {
-    let words: Vec<&str> = command.split_whitespace().collect();
+    // Split as a shell does: `--background 'stress-ng --cpu 2'` is one value.
+    let words: Vec<String> =
+        lab::words::split(command).unwrap_or_else(|_| command.split_whitespace().map(String::from).collect());
     let mut out = Vec::new();
     let mut i = 0;
     while i + 1 < words.len() {
-        let (flag, value) = (words[i], words[i + 1]);
+        let (flag, value) = (words[i].as_str(), words[i + 1].as_str());
         let tok = match flag {
             "--sysctl" => Some(value.to_string()),
             "--preempt" => Some(format!("preempt={value}")),
             "--hz" => Some(format!("hz={value}")),
             "--cpus" => Some(format!("cpus={value}")),
             "--cost" => Some(format!("cost.{value}")),
-            "--background" => Some(format!("background={value}")),
+            "--background" => Some(format!("background={}", lab::words::quote(value))),
             _ => None,
         };
         if let Some(t) = tok {

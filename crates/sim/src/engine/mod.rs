@@ -262,9 +262,24 @@ pub struct Sim {
     cost_rng: crate::rng::SimRng,
     /// Order of the kernel's `rq->cfs_tasks` lists: bumped at every enqueue and pick.
     lb_seq: u64,
+    /// Called every `Observer::every` events (progress reports); nothing it sees feeds back.
+    observer: Option<Observer>,
+}
+
+/// A callback the run loop calls with (simulated ns, events so far) every `every` events. The
+/// simulator reads no clock: a caller that wants wall time reads it in the callback.
+struct Observer {
+    every: u64,
+    f: Box<dyn FnMut(u64, u64) + Send>,
 }
 
 impl Sim {
+    /// Calls `f(simulated_ns, events)` every `every` events (at least 1) during the run, e.g.
+    /// to draw a progress line. It cannot change the run: the output stays byte-identical.
+    pub fn set_observer(&mut self, every: u64, f: Box<dyn FnMut(u64, u64) + Send>) {
+        self.observer = Some(Observer { every: every.max(1), f });
+    }
+
     /// Builds the simulation. Task specs must already be valid (`TaskSpec::validate`).
     pub fn new(setup: SimSetup) -> Result<Sim, String> {
         let ncpus = setup.topology.nr_cpus() as u32;
@@ -278,6 +293,7 @@ impl Sim {
         let ipc_costs = setup.topology.costs.ipc;
         let mut sim = Sim {
             trace: None,
+            observer: None,
             cost_rng: crate::rng::SimRng::stream(setup.seed, crate::rng::Stream::Costs),
             llc,
             domains,
@@ -454,6 +470,11 @@ impl Sim {
             self.now = at.0;
             if self.dispatch(ev) {
                 self.events += 1;
+                if let Some(o) = &mut self.observer
+                    && self.events.is_multiple_of(o.every)
+                {
+                    (o.f)(self.now, self.events);
+                }
             } else {
                 self.stale_events += 1;
             }

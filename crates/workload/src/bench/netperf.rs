@@ -14,6 +14,10 @@
 //!   transactions and the simulation ends by itself.
 //! * `-T l,r` binds the client to CPU l and the server to CPU r (`-T n` binds both to n).
 //! * Metric: `transactions_per_sec` = transactions / elapsed since the start mark.
+//! * `--clients N` (a schedlab option, not netperf's): N client/server pairs at once, each with
+//!   its own sockets and processes, as mmtests' netperf runs start N netperf instances beside
+//!   N netservers. Each pair prints its own result block, as each netperf would; the metric is
+//!   the sum of their rates.
 //!
 //! Rejected: tests other than TCP_RR, remote hosts, confidence intervals (`-i`/`-I`: run
 //! several seeds instead), CPU utilisation (`-c`/`-C`), burst and other test-specific
@@ -56,7 +60,12 @@ pub struct Netperf {
     pub banner: bool,
     /// `-v` verbosity (1; 0 prints only the rate).
     pub verbosity: u32,
+    /// `--clients N`: concurrent client/server pairs (1).
+    pub clients: u32,
 }
+
+/// At most this many `--clients` (each pair takes one count id of the workload's 1024).
+pub const MAX_CLIENTS: u32 = 512;
 
 /// How long a netperf test runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,6 +104,7 @@ const GLOBAL: &[OptDef] = &[
     opt("h", Some('h'), None, false),
     opt("V", Some('V'), None, false),
     opt("j", Some('j'), None, false),
+    opt("clients", None, Some("clients"), true),
 ];
 
 const TEST: &[OptDef] = &[
@@ -157,6 +167,7 @@ pub(crate) fn parse(argv: &[String]) -> Result<Built, WorkloadError> {
         nodelay: false,
         banner: true,
         verbosity: 1,
+        clients: 1,
     };
     let mut test_name = "TCP_STREAM".to_owned();
     for f in &g.opts {
@@ -201,6 +212,13 @@ pub(crate) fn parse(argv: &[String]) -> Result<Built, WorkloadError> {
                 n.verbosity = v as u32;
             }
             "4" => {}
+            "clients" => {
+                let v = int(BENCH, &f.flag, f.val())?;
+                if !(1..=i64::from(MAX_CLIENTS)).contains(&v) {
+                    return usage(BENCH, format!("--clients {v}: give 1..={MAX_CLIENTS} client/server pairs"));
+                }
+                n.clients = v as u32;
+            }
             "i" | "I" => {
                 return not_modelled(BENCH, &f.flag, "confidence intervals", "run several seeds instead");
             }
@@ -245,32 +263,36 @@ pub(crate) fn parse(argv: &[String]) -> Result<Built, WorkloadError> {
         return usage(BENCH, format!("unexpected test-specific argument `{op}`"));
     }
 
-    let objects = vec![ObjectSpec::TcpLoopback { sndbuf: SOCKET_SEND }; 2];
-    const C2S: u32 = 0;
-    const S2C: u32 = 1;
+    // Pair k: sockets 2k (client to server) and 2k+1, processes with their own mm each.
+    let objects = vec![ObjectSpec::TcpLoopback { sndbuf: SOCKET_SEND }; 2 * n.clients as usize];
     let count = match n.length {
         TestLength::Seconds(_) => None,
         TestLength::Transactions(t) => Some(t),
     };
     let (req, resp) = (n.request_size, n.response_size);
-    let mut client = Prog::new();
-    client.op(Op::Mark { id: MARK_START });
-    client.repeat_or_forever(count, &|p| {
-        p.op(Op::Write { obj: C2S, bytes: req })
-            .op(Op::Read { obj: S2C, bytes: resp, exact: true })
-            .op(Op::Count { id: COUNT_TXN });
-    });
-    let mut client = client.task("netperf", 0, false);
-    client.cpus = n.local_cpu.map(|c| vec![c]);
-    let mut server = Prog::new();
-    server.repeat_or_forever(count, &|p| {
-        p.op(Op::Read { obj: C2S, bytes: req, exact: true }).op(Op::Write { obj: S2C, bytes: resp });
-    });
-    let mut server = server.task("netserver", 1, false);
-    server.cpus = n.remote_cpu.map(|c| vec![c]);
+    let mut tasks = Vec::with_capacity(2 * n.clients as usize);
+    for k in 0..n.clients {
+        let (c2s, s2c, id) = (2 * k, 2 * k + 1, COUNT_TXN + k as u16);
+        let mut client = Prog::new();
+        client.op(Op::Mark { id: MARK_START });
+        client.repeat_or_forever(count, &|p| {
+            p.op(Op::Write { obj: c2s, bytes: req })
+                .op(Op::Read { obj: s2c, bytes: resp, exact: true })
+                .op(Op::Count { id });
+        });
+        let mut client = client.task("netperf", 2 * k, false);
+        client.cpus = n.local_cpu.map(|c| vec![c]);
+        let mut server = Prog::new();
+        server.repeat_or_forever(count, &|p| {
+            p.op(Op::Read { obj: c2s, bytes: req, exact: true }).op(Op::Write { obj: s2c, bytes: resp });
+        });
+        let mut server = server.task("netserver", 2 * k + 1, false);
+        server.cpus = n.remote_cpu.map(|c| vec![c]);
+        tasks.extend([client, server]);
+    }
     Ok(Built {
         name: BENCH,
-        tasks: vec![client, server],
+        tasks,
         objects,
         duration_ns: match n.length {
             TestLength::Seconds(s) => Some(u64::from(s) * 1_000_000_000),
@@ -286,17 +308,26 @@ impl Netperf {
         v.since(MARK_START).map(|ns| ns as f64 / 1e9)
     }
 
+    /// Transactions of all pairs.
+    fn transactions(&self, v: &View) -> u64 {
+        (0..self.clients).map(|k| v.count(COUNT_TXN + k as u16)).sum()
+    }
+
     pub(crate) fn metric_value(&self, v: &View) -> f64 {
         match self.elapsed_s(v) {
-            Some(s) if s > 0.0 => v.count(COUNT_TXN) as f64 / s,
+            Some(s) if s > 0.0 => self.transactions(v) as f64 / s,
             _ => f64::NAN,
         }
     }
 
-    /// The omni TCP_RR output (`send_tcp_rr` formats).
+    /// The omni TCP_RR output (`send_tcp_rr` formats), once per client.
     pub(crate) fn format_output(&self, v: &View) -> String {
+        (0..self.clients).map(|k| self.format_one(v, v.count(COUNT_TXN + k as u16))).collect()
+    }
+
+    fn format_one(&self, v: &View, transactions: u64) -> String {
         let elapsed = self.elapsed_s(v).unwrap_or(0.0);
-        let rate = if elapsed > 0.0 { v.count(COUNT_TXN) as f64 / elapsed } else { 0.0 };
+        let rate = if elapsed > 0.0 { transactions as f64 / elapsed } else { 0.0 };
         if self.verbosity == 0 {
             return format!("{rate:7.2}\n");
         }
@@ -322,5 +353,33 @@ impl Netperf {
         );
         s += &format!("{SOCKET_SEND:<6} {SOCKET_RECV:<6}\n");
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(line: &str) -> Vec<String> {
+        line.split(' ').map(String::from).collect()
+    }
+
+    #[test]
+    fn clients_make_independent_pairs() {
+        let b = parse(&argv("--clients 3 -t TCP_RR -l 1")).unwrap();
+        assert_eq!((b.tasks.len(), b.objects.len()), (6, 6));
+        // Each pair has its own address spaces and its own sockets.
+        let mms: Vec<u32> = b.tasks.iter().map(|t| t.mm).collect();
+        assert_eq!(mms, [0, 1, 2, 3, 4, 5]);
+        let writes = |t: &sim::program::TaskSpec| -> Vec<u32> {
+            t.ops.iter().filter_map(|op| if let Op::Write { obj, .. } = op { Some(*obj) } else { None }).collect()
+        };
+        assert_eq!(writes(&b.tasks[4]), [4]);
+        assert_eq!(writes(&b.tasks[5]), [5]);
+        let BenchParams::Netperf(n) = b.params else { panic!("netperf params") };
+        assert_eq!(n.clients, 3);
+        for bad in ["--clients 0 -t TCP_RR", "--clients 513 -t TCP_RR", "--clients x -t TCP_RR"] {
+            assert!(parse(&argv(bad)).is_err(), "{bad}");
+        }
     }
 }
