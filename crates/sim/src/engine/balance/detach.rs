@@ -243,9 +243,10 @@ impl Sim {
                     MigrationType::Load => {
                         let load_avg = self.ents[p.idx()].pelt.avg.load_avg;
                         let load = self.rqs[src as usize].cfs.pelt.task_h_load(load_avg, jiffies).max(1);
-                        if self.params.feat(Feature::LB_MIN) && load < 16 && failed == 0 {
-                            false
-                        } else if (load >> shift) as i64 > env.imbalance {
+                        // LB_MIN skips tiny loads until a balance failed; never take more
+                        // than the imbalance, relaxed by each failure.
+                        let tiny = self.params.feat(Feature::LB_MIN) && load < 16 && failed == 0;
+                        if tiny || (load >> shift) as i64 > env.imbalance {
                             false
                         } else {
                             env.imbalance -= load as i64;

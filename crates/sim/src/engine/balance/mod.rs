@@ -26,6 +26,8 @@ mod detach;
 mod find_busiest;
 mod lb_stats;
 mod nohz;
+#[cfg(test)]
+mod tests;
 
 use super::Sim;
 use crate::features::Feature;
