@@ -185,10 +185,22 @@ pub struct Behavior {
     pub sync_reciprocal_waker_cpu: bool,
     /// Kernels before ≈6.13 have no lazy preemption: every fair reschedule is a full one.
     pub has_lazy: bool,
-    /// `can_migrate_task()` refuses a currently ineligible task for a busy destination until
-    /// a balance attempt has failed (`task_is_ineligible_on_dst_cpu`): in 7.2.12 and 7.3.4,
-    /// not in 6.12.117.
-    pub lb_ineligible_filter: bool,
+    /// Load-balancing version differences (`engine/balance`).
+    pub balance: BalanceVariant,
+}
+
+/// Where the load balancer of a version differs (fair.c of 6.12.117, 7.2.12, 7.3.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum BalanceVariant {
+    /// 6.12.117: `can_migrate_task()` has no ineligibility filter; `find_new_ilb()` takes the
+    /// first idle CPU of the NOHZ mask other than the kicking one.
+    V6_12,
+    /// 7.2.12 (presets 6.16-7.2; the version that added the filter was not checked):
+    /// `task_is_ineligible_on_dst_cpu()` refuses an ineligible task for a busy destination
+    /// until a balance has failed; the ILB choice as 6.12.
+    V7_2,
+    /// 7.3.4: as 7.2, and `find_new_ilb()` prefers an idle CPU on a wholly idle core.
+    V7_3,
 }
 
 impl Behavior {
@@ -205,7 +217,7 @@ impl Behavior {
             wa_idle_ignore_delayed: true,
             sync_reciprocal_waker_cpu: false,
             has_lazy: true,
-            lb_ineligible_filter: true,
+            balance: BalanceVariant::V7_3,
         }
     }
 }

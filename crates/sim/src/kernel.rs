@@ -7,7 +7,9 @@
 
 use std::fmt;
 
-use crate::config::{Behavior, LagClamp, PreemptModel, ProtectVariant, SchedConfig, Sysctls, WakeupPreemptVariant};
+use crate::config::{
+    BalanceVariant, Behavior, LagClamp, PreemptModel, ProtectVariant, SchedConfig, Sysctls, WakeupPreemptVariant,
+};
 use crate::fair::weight::CalcDelta;
 use crate::features::{Feature, FeatureSet};
 
@@ -81,6 +83,7 @@ fn v7_2() -> SchedConfig {
     c.behavior.wakeup_preempt = WakeupPreemptVariant::V7_2;
     c.behavior.protect = ProtectVariant::V6_17;
     c.behavior.place_lag_split_div = false;
+    c.behavior.balance = BalanceVariant::V7_2;
     c
 }
 
@@ -128,7 +131,7 @@ fn v6_12() -> SchedConfig {
         wa_idle_ignore_delayed: false,
         has_lazy: false,
         calc_delta: CalcDelta::MulShift,
-        lb_ineligible_filter: false,
+        balance: BalanceVariant::V6_12,
         ..c.behavior
     };
     c.preempt = PreemptModel::Voluntary;
