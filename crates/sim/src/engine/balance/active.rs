@@ -8,6 +8,7 @@ use super::detach::{LBF_ACTIVE_LB, LbEnv, MigrationType};
 use crate::engine::core::Origin;
 use crate::engine::{Cause, Sim};
 use crate::fair::Resched;
+use crate::task::TaskId;
 
 impl Sim {
     /// `need_active_balance()` (fair.c v7.3.4). `asym_active_balance()` needs SD_ASYM_PACKING
@@ -32,20 +33,21 @@ impl Sim {
     }
 
     /// The CPU stopper's turn in `__schedule()` on `cpu`, before the next fair pick:
-    /// `__active_load_balance_cpu_stop()` (fair.c v7.3.4). The task that was running is no
-    /// longer current (the stopper is), so it may be the one pushed.
-    pub(in crate::engine) fn run_cpu_stopper(&mut self, cpu: u32) {
+    /// `__active_load_balance_cpu_stop()` (fair.c v7.3.4). The stopper is current, so the task
+    /// that was running (`prev`) is not and may be the one pushed; then it is put back here
+    /// (`put_prev_task_fair`) before it leaves, and the function returns true.
+    pub(in crate::engine) fn run_cpu_stopper(&mut self, cpu: u32, prev: Option<TaskId>) -> bool {
         if !self.lb.cpus[cpu as usize].active_balance {
-            return;
+            return false;
         }
         self.lb.cpus[cpu as usize].active_balance = false;
         let target = self.lb.cpus[cpu as usize].push_cpu;
         // Is there any task to move? (The stopper itself counts in nr_running.)
         if self.rqs[cpu as usize].cfs.h_nr_queued == 0 || target == cpu {
-            return;
+            return false;
         }
         let Some(level) = self.domains.of(target).iter().position(|sd| self.domains.span_contains(sd, cpu)) else {
-            return;
+            return false;
         };
         let mut env = LbEnv::new(target, level, IdleType::Idle);
         env.src_cpu = cpu;
@@ -55,12 +57,18 @@ impl Sim {
         self.fill_cfs_tasks_order(cpu);
         for k in 0..self.lb.order.len() {
             let p = self.lb.order[k].1;
-            if self.can_migrate_task(p, &mut env) {
-                self.detach_task(p, cpu, target);
-                self.lb.cpus[target as usize].sd[level].nr_balance_failed = 0;
-                self.attach_tasks(target);
-                return;
+            let running = prev == Some(p) && self.rqs[cpu as usize].cfs.curr == Some(p);
+            if !self.can_migrate_task(p, &mut env) {
+                continue;
             }
+            if running {
+                self.fair(cpu).put_prev_task_fair(p);
+            }
+            self.detach_task(p, cpu, target);
+            self.lb.cpus[target as usize].sd[level].nr_balance_failed = 0;
+            self.attach_tasks(target);
+            return running;
         }
+        false
     }
 }

@@ -1,6 +1,6 @@
 //! `sched_balance_rq()` and the moving of tasks: `detach_tasks()`, `can_migrate_task()`,
 //! `task_hot()`, `detach_task()` / `attach_tasks()` (fair.c v7.3.4; 6.12.117 differences
-//! under [`crate::config::Behavior::lb_ineligible_filter`]).
+//! under [`crate::config::BalanceVariant`]).
 
 use super::{IdleType, MAX_PINNED_INTERVAL, SCHED_NR_MIGRATE_BREAK};
 use crate::engine::Sim;
@@ -243,9 +243,10 @@ impl Sim {
                     MigrationType::Load => {
                         let load_avg = self.ents[p.idx()].pelt.avg.load_avg;
                         let load = self.rqs[src as usize].cfs.pelt.task_h_load(load_avg, jiffies).max(1);
-                        if self.params.feat(Feature::LB_MIN) && load < 16 && failed == 0 {
-                            false
-                        } else if (load >> shift) as i64 > env.imbalance {
+                        // LB_MIN skips tiny loads until a balance failed; never take more
+                        // than the imbalance, relaxed by each failure.
+                        let tiny = self.params.feat(Feature::LB_MIN) && load < 16 && failed == 0;
+                        if tiny || (load >> shift) as i64 > env.imbalance {
                             false
                         } else {
                             env.imbalance -= load as i64;
@@ -293,7 +294,7 @@ impl Sim {
     }
 
     /// `can_migrate_task()` (fair.c v7.3.4) in the kernel's order, with its `LBF_*`
-    /// bookkeeping. 6.12.117 lacks the ineligibility filter.
+    /// bookkeeping. 6.12.117 lacks the ineligibility filter (`BalanceVariant::V6_12`).
     pub(super) fn can_migrate_task(&mut self, p: TaskId, env: &mut LbEnv) -> bool {
         let src = env.src_cpu;
         let failed = self.lb.cpus[env.this_cpu as usize].sd[env.level].nr_balance_failed;
@@ -302,7 +303,7 @@ impl Sim {
             // the model keeps them where they sleep.
             return false;
         }
-        if self.cfg.behavior.lb_ineligible_filter
+        if self.cfg.behavior.balance >= crate::config::BalanceVariant::V7_2
             && failed == 0
             && self.params.feat(Feature::PLACE_LAG)
             && self.rqs[env.dst_cpu as usize].cfs.h_nr_queued > 0

@@ -26,6 +26,8 @@ mod detach;
 mod find_busiest;
 mod lb_stats;
 mod nohz;
+#[cfg(test)]
+mod tests;
 
 use super::Sim;
 use crate::features::Feature;
@@ -42,6 +44,10 @@ const NEWIDLE_COST_PER_CPU_NS: u64 = 40;
 
 /// `SCHED_NR_MIGRATE_BREAK` (sched.h v7.3.4): detach_tasks takes a breather every 32 tasks.
 const SCHED_NR_MIGRATE_BREAK: u32 = 32;
+/// How long before the start the domains were last balanced, in jiffies: more than any
+/// interval (`max_load_balance_interval` is HZ·nr_cpus/10 jiffies, below this for 4096 CPUs at
+/// HZ 1000).
+const LONG_AGO_JIFFIES: u64 = 1 << 20;
 /// `MAX_PINNED_INTERVAL` (fair.c v7.3.4): back-off bound when every task was pinned.
 const MAX_PINNED_INTERVAL: u64 = 512;
 
@@ -63,7 +69,8 @@ impl IdleType {
 /// Per-CPU, per-domain balancing state (`struct sched_domain` runtime fields).
 #[derive(Clone, Debug)]
 struct SdState {
-    last_balance: u64,
+    /// `sd->last_balance` in jiffies; negative = before the simulation started.
+    last_balance: i64,
     balance_interval_ms: u64,
     nr_balance_failed: u32,
     max_newidle_lb_cost: u64,
@@ -138,7 +145,9 @@ impl Balance {
                     .of(cpu)
                     .iter()
                     .map(|sd| SdState {
-                        last_balance: 0,
+                        // The machine has been up and idle: every domain is due at the first
+                        // busy tick, as after idle periods with no balancing.
+                        last_balance: -(LONG_AGO_JIFFIES as i64),
                         balance_interval_ms: u64::from(sd.min_interval_ms),
                         nr_balance_failed: 0,
                         max_newidle_lb_cost: 0,
@@ -420,15 +429,15 @@ impl Sim {
                 break;
             }
             let mut interval = self.sd_balance_interval(cpu, level, busy);
-            if jiffies >= self.lb.cpus[cpu as usize].sd[level].last_balance + interval {
+            if jiffies as i64 >= self.lb.cpus[cpu as usize].sd[level].last_balance + interval as i64 {
                 if self.sched_balance_rq(cpu, level, idle, &mut continue_balancing) > 0 {
                     idle = if self.lb_idle_cpu(cpu) { IdleType::Idle } else { IdleType::NotIdle };
                     busy = idle != IdleType::Idle && !self.sched_idle_rq(cpu);
                 }
-                self.lb.cpus[cpu as usize].sd[level].last_balance = jiffies;
+                self.lb.cpus[cpu as usize].sd[level].last_balance = jiffies as i64;
                 interval = self.sd_balance_interval(cpu, level, busy);
             }
-            let due = self.lb.cpus[cpu as usize].sd[level].last_balance + interval;
+            let due = (self.lb.cpus[cpu as usize].sd[level].last_balance + interval as i64).max(0) as u64;
             if next_balance > due {
                 next_balance = due;
                 update_next = true;
@@ -465,7 +474,8 @@ impl Sim {
 
     /// `update_next_balance()` (fair.c v7.3.4): the idle interval of one domain.
     fn update_next_balance(&self, cpu: u32, level: usize, next_balance: &mut u64) {
-        let next = self.lb.cpus[cpu as usize].sd[level].last_balance + self.sd_balance_interval(cpu, level, false);
+        let last = self.lb.cpus[cpu as usize].sd[level].last_balance;
+        let next = (last + self.sd_balance_interval(cpu, level, false) as i64).max(0) as u64;
         *next_balance = (*next_balance).min(next);
     }
 

@@ -127,16 +127,27 @@ impl Sim {
             flags |= NOHZ_NEXT_KICK;
         }
         if flags != 0 {
-            self.kick_ilb(flags);
+            self.kick_ilb(cpu, flags);
         }
     }
 
-    /// `find_new_ilb()` (fair.c v7.3.4): the first idle CPU of the mask on a wholly idle core,
-    /// else the first idle CPU of the mask.
-    fn find_new_ilb(&self) -> Option<u32> {
+    /// `find_new_ilb()` from the kicking CPU `this_cpu`: 7.3.4 takes the first idle CPU of the
+    /// mask on a wholly idle core, else the first idle CPU of the mask; 6.12.117 and 7.2.12 the
+    /// first idle CPU of the mask other than `this_cpu`.
+    fn find_new_ilb(&self, this_cpu: u32) -> Option<u32> {
+        let prefer_idle_core = self.cfg.behavior.balance >= crate::config::BalanceVariant::V7_3;
         let mut fallback = None;
         for cpu in 0..self.rqs.len() as u32 {
-            if !self.lb.nohz.idle[cpu as usize] || !self.lb_idle_cpu(cpu) {
+            if !self.lb.nohz.idle[cpu as usize] {
+                continue;
+            }
+            if !prefer_idle_core {
+                if cpu != this_cpu && self.lb_idle_cpu(cpu) {
+                    return Some(cpu);
+                }
+                continue;
+            }
+            if !self.lb_idle_cpu(cpu) {
                 continue;
             }
             if self.domains.sched_smt_active() && !self.is_core_idle(cpu) {
@@ -149,11 +160,11 @@ impl Sim {
     }
 
     /// `kick_ilb()` (fair.c v7.3.4): an IPI to the ILB CPU, unless it has those kicks already.
-    fn kick_ilb(&mut self, flags: u8) {
+    fn kick_ilb(&mut self, this_cpu: u32, flags: u8) {
         if flags & NOHZ_BALANCE_KICK != 0 {
             self.lb.nohz.next_balance = self.jiffies() + 1;
         }
-        let Some(ilb) = self.find_new_ilb() else { return };
+        let Some(ilb) = self.find_new_ilb(this_cpu) else { return };
         let pending = &mut self.lb.nohz.flags[ilb as usize];
         if *pending & flags == flags {
             return;

@@ -1,0 +1,84 @@
+//! Balancing mechanisms that need the engine's internals: the CPU stopper, and active
+//! balancing spreading two running tasks off one SMT core (the kernel's
+//! `imbalanced_active_balance()` case). Every run checks the invariants after each event.
+
+use crate::config::{Limits, SchedConfig};
+use crate::engine::{Sim, SimSetup};
+use crate::program::{Op, TaskSpec};
+use crate::task::TaskId;
+use crate::topology::Topology;
+
+fn hog(comm: &str, cpus: Vec<u32>) -> TaskSpec {
+    let ops = vec![Op::Run { ns: 10_000_000 }, Op::Loop { target: 0, slot: 0, count: u32::MAX }];
+    TaskSpec { cpus: Some(cpus), ..TaskSpec::new(comm, ops) }
+}
+
+fn sim(topology: Topology, tasks: Vec<TaskSpec>) -> Sim {
+    let setup = SimSetup {
+        sched: SchedConfig::v7_3(),
+        topology,
+        seed: 7,
+        limits: Limits { max_events: 10_000_000, max_time_ns: 10_000_000_000 },
+        tasks,
+        objects: vec![],
+        check_invariants: true,
+    };
+    Sim::new(setup).expect("valid setup")
+}
+
+/// Runs the event loop up to `until` ns, checking every invariant.
+fn run_until(s: &mut Sim, until: u64) {
+    while let Some(at) = s.queue.peek_time() {
+        if at.0 > until {
+            break;
+        }
+        let (at, ev) = s.queue.pop().expect("peeked");
+        s.now = at.0;
+        s.dispatch(ev);
+        if let Err(v) = s.check_invariants() {
+            panic!("{v}");
+        }
+    }
+    s.now = s.now.max(until);
+}
+
+/// A queued stop work takes the CPU at its next preemption point and pushes its running task
+/// (`__active_load_balance_cpu_stop`): the task ends on the push CPU after one involuntary
+/// switch and one migration.
+#[test]
+fn stopper_pushes_the_running_task() {
+    let mut s = sim(Topology::smp(2), vec![hog("hog", vec![0, 1])]);
+    run_until(&mut s, 20_000_000);
+    let p = TaskId(0);
+    let cpu = s.tasks[p.idx()].cpu;
+    assert_eq!(s.rqs[cpu as usize].curr, Some(p));
+    let before = s.tasks[p.idx()].stats.nr_migrations;
+    s.queue_active_balance(cpu, 1 - cpu);
+    run_until(&mut s, 40_000_000);
+    assert_eq!(s.tasks[p.idx()].cpu, 1 - cpu);
+    assert_eq!(s.rqs[(1 - cpu) as usize].curr, Some(p));
+    assert_eq!(s.tasks[p.idx()].stats.nr_migrations, before + 1);
+    assert!(s.tasks[p.idx()].stats.nr_involuntary_switches >= 1);
+    assert!(!s.lb.cpus[cpu as usize].active_balance);
+}
+
+/// Two hogs on the SMT siblings 0 and 8 of one core while seven cores idle: each runs alone on
+/// its CPU, so no periodic pass can detach one (`detach_tasks` needs a waiting task). After
+/// `nr_balance_failed > cache_nice_tries + 2` failed `migrate_task` passes at the MC level,
+/// the balancing CPU asks for active balance and the stopper pushes the movable hog to an
+/// idle core. The hog pinned to CPU 8 stays.
+#[test]
+fn active_balance_spreads_running_tasks_off_an_smt_core() {
+    let topo = Topology::preset("desktop-8c16t").expect("preset");
+    let mut s = sim(topo, vec![hog("movable", vec![0]), hog("pinned", vec![8])]);
+    run_until(&mut s, 10_000_000);
+    assert_eq!(s.tasks[0].cpu, 0);
+    assert_eq!(s.tasks[1].cpu, 8);
+    // Now let the first hog go anywhere (`sched_setaffinity` without a move).
+    s.tasks[0].allowed = (0..16).collect();
+    run_until(&mut s, 2_000_000_000);
+    let cpu = s.tasks[0].cpu;
+    assert!(cpu != 0 && cpu != 8, "the movable hog is still on the busy core (CPU {cpu})");
+    assert_eq!(s.tasks[1].cpu, 8);
+    assert!(s.tasks[0].stats.nr_involuntary_switches >= 1, "moved without the stopper");
+}
