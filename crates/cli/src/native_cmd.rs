@@ -586,29 +586,35 @@ pub fn calibrate(a: &CalibrateArgs) -> anyhow::Result<()> {
         anyhow::anyhow!(e)
     })?;
     let topo = machine::host_topology().map_err(|e| UserError(format!("calibrate: topology host: {e}")))?;
-    let keys = cal.keys(&topo.costs);
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").ok();
+    let vm = machine::vm_guest(std::path::Path::new("/sys"), cpuinfo.as_deref());
+    let keys = cal.keys(&topo.costs, vm.is_some());
     let release = native::host::host_release().unwrap_or_default();
     let mut notes = Vec::new();
-    // Check: the model's pinned process ping-pong with these costs.
-    if let Some(rt) = cal.get("rt_pinned_processes") {
-        let mut t = topo.clone();
-        for k in &keys {
-            let _ = t.costs.set(k.key, k.ns);
-        }
+    // Check: the model's process ping-pong with these costs, pinned (rt_pinned_processes) and
+    // across the two CPUs (rt_cross_processes: the halted-vCPU or IPI path).
+    let mut t = topo.clone();
+    for k in &keys {
+        let _ = t.costs.set(k.key, k.ns);
+    }
+    let checks =
+        [("rt_pinned_processes", "20000", Some(vec![0]), " --cpus 0"), ("rt_cross_processes", "5000", None, "")];
+    for (name, loops, cpus, flag) in checks {
+        let Some(rt) = cal.get(name) else { continue };
         match host_kernel_config() {
             Ok(cfg) => {
                 let req = lab::runner::RunRequest {
                     variant: sim::kernel::Variant { spec: "host".into(), config: cfg, patches: vec![] },
-                    topology: t,
-                    workload: ["pipe", "--classic", "-l", "20000"].map(String::from).to_vec(),
+                    topology: t.clone(),
+                    workload: ["pipe", "--classic", "-l", loops].map(String::from).to_vec(),
                     seed: 1,
                     default_duration_ns: 10_000_000_000,
                     max_events: 200_000_000,
-                    cpus: Some(vec![0]),
+                    cpus,
                 };
                 if let Ok(rec) = lab::runner::run_one(&req) {
                     notes.push(format!(
-                        "check: the model's `pipe --classic -l 20000 --cpus 0` with these costs: {:.0} ns per round trip (native rt_pinned_processes {:.0} ns)",
+                        "check: the model's `pipe --classic -l {loops}{flag}` with these costs: {:.0} ns per round trip (native {name} {:.0} ns)",
                         rec.metric * 1e3,
                         rt.ns
                     ));
@@ -619,15 +625,31 @@ pub fn calibrate(a: &CalibrateArgs) -> anyhow::Result<()> {
     }
     let h = native::host::host_sched();
     let context = format!(
-        "host: {} CPUs, kernel {release}, preempt {}, hz {}; topology {}\n\
-         base values for the formulas (not measured): wakeup_local_ns {}, idle_exit_ns_c1 {}",
+        "host: {} CPUs, kernel {release}, preempt {}, hz {}; topology {}\n{}\n\
+         base values for the formulas (not measured): wakeup_local_ns {}, wakeup_remote_ipi_ns {}, {}",
         cal.nr_cpus,
         h.preempt.as_deref().unwrap_or("?"),
         h.hz.map_or("?".into(), |x| x.to_string()),
         topo.name,
+        match &vm {
+            Some(v) => format!(
+                "VM guest ({}{}): the cross-CPU ping-pong measures waking a halted vCPU (idle_exit_ns_*)",
+                v.signals.join(", "),
+                v.halt_poll_ns.map_or(String::new(), |n| format!(", guest_halt_poll_ns {n}"))
+            ),
+            None => "bare metal: the cross-CPU ping-pong measures the IPI's receipt (ipi_receive_ns)".to_string(),
+        },
         topo.costs.wakeup_local_ns,
-        topo.costs.idle_exit_ns_c1
+        topo.costs.wakeup_remote_ipi_ns,
+        if vm.is_some() {
+            format!("ipi_receive_ns {}", topo.costs.ipi_receive_ns)
+        } else {
+            format!("idle_exit_ns_c1 {}", topo.costs.idle_exit_ns_c1)
+        }
     );
+    if let Some(w) = cal.load.and_then(|l| l.warning()) {
+        eprintln!("schedlab: calibrate: {w}");
+    }
     let text = cal.to_toml(&keys, &context, &notes);
     match &a.output {
         Some(path) => {
@@ -635,7 +657,7 @@ pub fn calibrate(a: &CalibrateArgs) -> anyhow::Result<()> {
             eprint!(
                 "{}",
                 text.lines()
-                    .filter(|l| l.starts_with("#   ") || l.starts_with("# check"))
+                    .filter(|l| l.starts_with("#   ") || l.starts_with("# check") || l.starts_with("# load"))
                     .map(|l| format!("{l}\n"))
                     .collect::<String>()
             );

@@ -18,8 +18,8 @@
 //!   parent, so the difference is the whole tree's voluntary and involuntary switches, nothing
 //!   lost when a worker exits;
 //! * per task (`/proc/<pid>/task/<tid>/sched` and `schedstat`, for migrations, run time, run
-//!   delay): a sampler thread walks the tool's descendants (`task/<tid>/children`) every few
-//!   milliseconds while it runs and keeps each task's latest reading; the tool itself is held
+//!   delay): a sampler thread walks the tool's descendants (`task/<tid>/children`) every 2 ms
+//!   while it runs and keeps each task's latest reading; the tool itself is held
 //!   as a zombie (`waitid(WEXITED | WNOWAIT)`) and read once more before it is reaped. A worker's
 //!   last milliseconds before its exit can be missed; the sampler runs on a CPU outside `--pin`
 //!   when there is one, so it does not disturb a pinned benchmark.
@@ -283,7 +283,7 @@ pub fn choose(wl: &BenchWorkload, argv: &[String]) -> Choice {
             None => Choice::Builtin("stress-ng is not installed (Debian package stress-ng)".into()),
         },
         BenchParams::Schbench(_) => {
-            Choice::Builtin("schbench is not packaged by Debian; the built-in worker runs".into())
+            Choice::Builtin("schbench is not packaged by Debian and has no built-in native worker yet".into())
         }
         BenchParams::Pgbench(_) => Choice::Builtin("pgbench runs built-in only".into()),
     }
@@ -460,7 +460,7 @@ pub fn run_tool(cmd: &ToolCommand, wl: &BenchWorkload, avoid: Option<&[u32]>) ->
             let mut seen = BTreeMap::new();
             while !stop.load(Ordering::SeqCst) {
                 walk(pid, &mut seen);
-                std::thread::sleep(Duration::from_millis(5));
+                std::thread::sleep(Duration::from_millis(2));
             }
             seen
         })
