@@ -138,17 +138,17 @@ fn native_classic_pipe_switches_once_per_op_per_side() {
 }
 
 /// rt-tests' three lines; 41 tasks; every worker switched (at least at its exit) and blocking
-/// dominates.
+/// dominates. The built-in workers: every task is read as a zombie, so the counts are exact.
 #[test]
 fn native_hackbench_runs_and_counts() {
-    let o = schedlab(&["native", "hackbench", "-g", "1", "-l", "200"]);
+    let o = schedlab(&["native", "--builtin", "hackbench", "-g", "1", "-l", "200"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let out = text(&o.stdout);
     assert!(out.starts_with(
         "Running in process mode with 1 groups using 40 file descriptors each (== 40 tasks)\nEach sender will pass 200 messages of 100 bytes\nTime: "
     ));
     assert!(out.contains("80000 messages"), "{out}");
-    let v = json(&["native", "--json", "hackbench", "-g", "1", "-l", "200"]);
+    let v = json(&["native", "--json", "--builtin", "hackbench", "-g", "1", "-l", "200"]);
     assert_eq!(v["metric"]["name"], "seconds");
     let tasks = v["tasks"].as_array().unwrap();
     assert_eq!(tasks.len(), 41);
@@ -156,7 +156,22 @@ fn native_hackbench_runs_and_counts() {
     let c = &v["counters"];
     assert!(u(&c["nr_voluntary_switches"]) > u(&c["nr_involuntary_switches"]), "{c}");
     // Threads, pipes, pinned to one CPU: no migration once a task has started there.
-    let v = json(&["native", "--json", "--pin", "0", "hackbench", "-T", "-p", "-g", "1", "-f", "5", "-l", "50"]);
+    let v = json(&[
+        "native",
+        "--json",
+        "--builtin",
+        "--pin",
+        "0",
+        "hackbench",
+        "-T",
+        "-p",
+        "-g",
+        "1",
+        "-f",
+        "5",
+        "-l",
+        "50",
+    ]);
     assert_eq!(v["tasks"].as_array().unwrap().len(), 11);
     assert!(u(&v["counters"]["nr_migrations"]) <= 11, "{}", v["counters"]);
 }
@@ -239,14 +254,19 @@ fn interrupt_mid_run(args: &[&str], want_children: usize) {
     let pid = child.id();
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut kids = Vec::new();
+    // (Before its workers, a run may start short-lived helpers such as `perf version`: wait
+    // for the instance too.)
+    let instance = || tracefs().is_some_and(|root| root.join(format!("instances/schedlab-{pid}")).is_dir());
     while Instant::now() < deadline {
         kids = children_of(pid);
-        if kids.len() >= want_children {
+        if kids.len() >= want_children && (!traced || instance()) {
             break;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(kids.len() >= want_children, "{args:?}: only {} children appeared", kids.len());
+    std::thread::sleep(Duration::from_millis(100));
+    kids = children_of(pid);
     if traced {
         let root = tracefs().expect("tracefs mounted by the run");
         assert!(root.join(format!("instances/schedlab-{pid}")).is_dir(), "the run's ftrace instance exists");
@@ -313,7 +333,8 @@ fn start_with_descendants(args: &[&str], want: usize) -> (std::process::Child, V
     }
     assert!(kids.len() >= want, "{args:?}: only {} descendants appeared", kids.len());
     std::thread::sleep(Duration::from_millis(300));
-    (child, descendants_of(child.id()))
+    let tree = descendants_of(child.id());
+    (child, tree)
 }
 
 fn wait_gone(pids: &[u32], what: &str) {
@@ -393,8 +414,10 @@ fn native_runs_the_real_tool_when_installed() {
     let v = json(&["native", "--json", "hackbench", "-g", "1", "-l", "100"]);
     assert!(v["native"]["runner"].as_str().unwrap().starts_with("rt-tests hackbench"), "{}", v["native"]);
     assert!(v["native"]["note"].is_null());
-    // The parent and its 40 workers.
-    assert!(v["tasks"].as_array().unwrap().len() >= 41, "{}", v["tasks"]);
+    // The parent and the workers the sampler saw (a short-lived one can be missed).
+    let tasks = v["tasks"].as_array().unwrap();
+    assert!(tasks.len() > 1 && tasks.len() <= 41, "{}", v["tasks"]);
+    assert!(tasks.iter().all(|t| t["comm"] == "hackbench"), "{}", v["tasks"]);
     let c = &v["counters"];
     assert!(u(&c["nr_switches"]) >= 40, "{c}");
     assert_eq!(u(&c["nr_switches"]), u(&c["nr_voluntary_switches"]) + u(&c["nr_involuntary_switches"]));

@@ -43,11 +43,12 @@ pub(crate) fn forget_child(pid: Pid) {
 /// marker file (`<tmp>/schedlab-tools/<schedlab pid>-<group>`) so that a later run can kill the
 /// group if this process dies by SIGKILL (the leader dies with it, `PR_SET_PDEATHSIG`, but the
 /// workers it forked would run on).
-pub(crate) fn register_group(pid: Pid) {
+/// The marker holds the tool's task name, so that a reused group id is never killed.
+pub(crate) fn register_group(pid: Pid, comm: &str) {
     TOOL_GROUPS.lock().unwrap_or_else(|e| e.into_inner()).push(pid);
     let dir = tool_marker_dir();
     if std::fs::create_dir_all(&dir).is_ok() {
-        let _ = std::fs::write(dir.join(marker_name(pid)), b"");
+        let _ = std::fs::write(dir.join(marker_name(pid)), comm);
     }
 }
 
@@ -55,6 +56,18 @@ pub(crate) fn register_group(pid: Pid) {
 pub(crate) fn forget_group(pid: Pid) {
     TOOL_GROUPS.lock().unwrap_or_else(|e| e.into_inner()).retain(|&p| p != pid);
     let _ = std::fs::remove_file(tool_marker_dir().join(marker_name(pid)));
+}
+
+/// Whether some process of process group `group` is named `comm` (`/proc/<pid>/stat`: pid,
+/// `(comm)`, state, ppid, pgrp).
+fn group_has_comm(group: i32, comm: &str) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return false };
+    entries.flatten().any(|e| {
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else { return false };
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else { return false };
+        let pgrp = stat[close + 1..].split_whitespace().nth(2).and_then(|p| p.parse::<i32>().ok());
+        pgrp == Some(group) && &stat[open + 1..close] == comm
+    })
 }
 
 fn tool_marker_dir() -> PathBuf {
@@ -77,7 +90,9 @@ pub fn kill_stale_tool_groups() -> usize {
         if Path::new(&format!("/proc/{owner}")).exists() {
             continue;
         }
+        let comm = std::fs::read_to_string(e.path()).unwrap_or_default();
         if let Some(g) = Pid::from_raw(group)
+            && group_has_comm(group, comm.trim())
             && rustix::process::kill_process_group(g, Signal::KILL).is_ok()
         {
             killed += 1;

@@ -364,14 +364,14 @@ fn walk(root: u32, seen: &mut BTreeMap<u32, TaskSample>) {
     }
 }
 
-fn spawn(program: &Path, args: &[String]) -> Result<std::process::Child, NativeError> {
+fn spawn(program: &Path, args: &[String], comm: &str) -> Result<std::process::Child, NativeError> {
     use std::os::unix::process::CommandExt;
     let mut cmd = Command::new(program);
     cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
     crate::sys::die_with_parent(&mut cmd);
     let child = cmd.spawn().map_err(|e| NativeError::System(format!("{}: {e}", program.display())))?;
     if let Some(pid) = Pid::from_raw(child.id() as i32) {
-        crate::cleanup::register_group(pid);
+        crate::cleanup::register_group(pid, comm);
     }
     Ok(child)
 }
@@ -396,7 +396,7 @@ fn kill_and_reap(mut child: std::process::Child) {
 /// Starts a loopback netserver on `port` and waits until it accepts connections.
 fn start_netserver(server: &Path, port: &str) -> Result<std::process::Child, NativeError> {
     let args: Vec<String> = ["-D", "-L", "127.0.0.1", "-p", port].iter().map(|s| s.to_string()).collect();
-    let child = spawn(server, &args)?;
+    let child = spawn(server, &args, "netserver")?;
     let addr = format!("127.0.0.1:{port}");
     for _ in 0..200 {
         if std::net::TcpStream::connect(&addr).is_ok() {
@@ -420,7 +420,7 @@ pub fn run_tool(cmd: &ToolCommand, wl: &BenchWorkload, avoid: Option<&[u32]>) ->
     };
     let before = crate::sys::children_switches();
     let start_ns = mono_ns();
-    let mut child = match spawn(&cmd.program, &cmd.args) {
+    let mut child = match spawn(&cmd.program, &cmd.args, cmd.comm) {
         Ok(c) => c,
         Err(e) => {
             if let Some(s) = server {
