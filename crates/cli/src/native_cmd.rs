@@ -53,9 +53,13 @@ pub struct ValidateArgs {
     /// CPUs every task may run on, natively and in the model (taskset -c syntax).
     #[arg(long, visible_alias = "cpus", value_name = "LIST")]
     pub pin: Option<String>,
-    /// Record native runs with ftrace: wakeup latency and wakee placement rows.
+    /// Record native runs with ftrace: the wakeup, wakeup latency and wakee placement rows
+    /// (the default when running as root).
     #[arg(long)]
     pub trace: bool,
+    /// Do not record native runs with ftrace, even as root.
+    #[arg(long, conflicts_with = "trace")]
+    pub no_trace: bool,
     /// Per-CPU ftrace buffer in KiB.
     #[arg(long, default_value_t = 32768, value_name = "KIB")]
     pub trace_buffer_kb: u32,
@@ -481,10 +485,12 @@ pub fn validate(a: &ValidateArgs) -> anyhow::Result<()> {
         Some(list) => Some(setup::cpu_list(list, topo.nr_cpus() as u32)?),
         None => None,
     };
+    // The wakeup rows need ftrace (schedstats are off on most kernels).
+    let traced = a.trace || (!a.no_trace && native::ftrace::can_trace());
     let req = native::validate::Request {
         workload: a.workload.clone(),
         runs: a.runs,
-        native: NativeOptions { pin, trace_buffer_kb: a.trace.then_some(a.trace_buffer_kb), builtin: a.builtin },
+        native: NativeOptions { pin, trace_buffer_kb: traced.then_some(a.trace_buffer_kb), builtin: a.builtin },
         variant: sim::kernel::Variant { spec: a.kernel.clone(), config: cfg.clone(), patches: vec![] },
         topology: topo.clone(),
         seed: a.seed,
@@ -526,7 +532,7 @@ pub fn validate(a: &ValidateArgs) -> anyhow::Result<()> {
             "schedlab_version": env!("CARGO_PKG_VERSION"),
             "workload": { "name": a.workload[0], "argv": a.workload },
             "runs": a.runs,
-            "native": { "kernel": release, "pin": a.pin, "trace": a.trace, "lost_events": v.lost_events,
+            "native": { "kernel": release, "pin": a.pin, "trace": traced, "lost_events": v.lost_events,
                         "runner": v.runner, "note": v.note },
             "sim": { "topology": topo.name, "kernel": cfg.kernel, "preempt": cfg.preempt.name(), "hz": cfg.hz,
                      "seeds": [a.seed, a.seed + u64::from(a.runs) - 1], "cost_file": a.cost_file },
@@ -562,8 +568,11 @@ pub fn validate(a: &ValidateArgs) -> anyhow::Result<()> {
         "check: metric inside the native min-max or within 1.3x; involuntary share within 0.1; wakeups within 15 %; \
          * = further from the native median than the native spread"
     )?;
-    if !a.trace {
-        writeln!(out, "(wakeups, wakeup latency and wakee placement natively need --trace: schedstats are off)")?;
+    if !traced {
+        writeln!(
+            out,
+            "(wakeups, wakeup latency and wakee placement natively need --trace (root): schedstats are off)"
+        )?;
     }
     if v.lost_events > 0 {
         writeln!(

@@ -474,4 +474,10 @@ fn validate_side_by_side() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     let out = text(&o.stdout);
     assert!(out.contains("switches/message") && out.contains("wakee on waker CPU"), "{out}");
+    let ran = if hackbench_installed() { "ran rt-tests hackbench" } else { "ran built-in workers" };
+    assert!(out.contains(ran), "{out}");
+    // Every judged row says ok or OFF; the metric row is judged.
+    let metric = out.lines().find(|l| l.starts_with("seconds ")).unwrap();
+    assert!(metric.ends_with(" ok") || metric.ends_with(" OFF"), "{metric}");
+    assert!(rows.iter().any(|r| r["ok"].is_boolean()), "{rows:?}");
 }
