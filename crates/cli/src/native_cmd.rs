@@ -53,9 +53,13 @@ pub struct ValidateArgs {
     /// CPUs every task may run on, natively and in the model (taskset -c syntax).
     #[arg(long, visible_alias = "cpus", value_name = "LIST")]
     pub pin: Option<String>,
-    /// Record native runs with ftrace: wakeup latency and wakee placement rows.
+    /// Record native runs with ftrace: the wakeup, wakeup latency and wakee placement rows
+    /// (the default when running as root).
     #[arg(long)]
     pub trace: bool,
+    /// Do not record native runs with ftrace, even as root.
+    #[arg(long, conflicts_with = "trace")]
+    pub no_trace: bool,
     /// Per-CPU ftrace buffer in KiB.
     #[arg(long, default_value_t = 32768, value_name = "KIB")]
     pub trace_buffer_kb: u32,
@@ -481,10 +485,12 @@ pub fn validate(a: &ValidateArgs) -> anyhow::Result<()> {
         Some(list) => Some(setup::cpu_list(list, topo.nr_cpus() as u32)?),
         None => None,
     };
+    // The wakeup rows need ftrace (schedstats are off on most kernels).
+    let traced = a.trace || (!a.no_trace && native::ftrace::can_trace());
     let req = native::validate::Request {
         workload: a.workload.clone(),
         runs: a.runs,
-        native: NativeOptions { pin, trace_buffer_kb: a.trace.then_some(a.trace_buffer_kb), builtin: a.builtin },
+        native: NativeOptions { pin, trace_buffer_kb: traced.then_some(a.trace_buffer_kb), builtin: a.builtin },
         variant: sim::kernel::Variant { spec: a.kernel.clone(), config: cfg.clone(), patches: vec![] },
         topology: topo.clone(),
         seed: a.seed,
@@ -526,7 +532,7 @@ pub fn validate(a: &ValidateArgs) -> anyhow::Result<()> {
             "schedlab_version": env!("CARGO_PKG_VERSION"),
             "workload": { "name": a.workload[0], "argv": a.workload },
             "runs": a.runs,
-            "native": { "kernel": release, "pin": a.pin, "trace": a.trace, "lost_events": v.lost_events,
+            "native": { "kernel": release, "pin": a.pin, "trace": traced, "lost_events": v.lost_events,
                         "runner": v.runner, "note": v.note },
             "sim": { "topology": topo.name, "kernel": cfg.kernel, "preempt": cfg.preempt.name(), "hz": cfg.hz,
                      "seeds": [a.seed, a.seed + u64::from(a.runs) - 1], "cost_file": a.cost_file },
@@ -562,8 +568,11 @@ pub fn validate(a: &ValidateArgs) -> anyhow::Result<()> {
         "check: metric inside the native min-max or within 1.3x; involuntary share within 0.1; wakeups within 15 %; \
          * = further from the native median than the native spread"
     )?;
-    if !a.trace {
-        writeln!(out, "(wakeups, wakeup latency and wakee placement natively need --trace: schedstats are off)")?;
+    if !traced {
+        writeln!(
+            out,
+            "(wakeups, wakeup latency and wakee placement natively need --trace (root): schedstats are off)"
+        )?;
     }
     if v.lost_events > 0 {
         writeln!(
@@ -586,29 +595,35 @@ pub fn calibrate(a: &CalibrateArgs) -> anyhow::Result<()> {
         anyhow::anyhow!(e)
     })?;
     let topo = machine::host_topology().map_err(|e| UserError(format!("calibrate: topology host: {e}")))?;
-    let keys = cal.keys(&topo.costs);
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").ok();
+    let vm = machine::vm_guest(std::path::Path::new("/sys"), cpuinfo.as_deref());
+    let keys = cal.keys(&topo.costs, vm.is_some());
     let release = native::host::host_release().unwrap_or_default();
     let mut notes = Vec::new();
-    // Check: the model's pinned process ping-pong with these costs.
-    if let Some(rt) = cal.get("rt_pinned_processes") {
-        let mut t = topo.clone();
-        for k in &keys {
-            let _ = t.costs.set(k.key, k.ns);
-        }
+    // Check: the model's process ping-pong with these costs, pinned (rt_pinned_processes) and
+    // across the two CPUs (rt_cross_processes: the halted-vCPU or IPI path).
+    let mut t = topo.clone();
+    for k in &keys {
+        let _ = t.costs.set(k.key, k.ns);
+    }
+    let checks =
+        [("rt_pinned_processes", "20000", Some(vec![0]), " --cpus 0"), ("rt_cross_processes", "5000", None, "")];
+    for (name, loops, cpus, flag) in checks {
+        let Some(rt) = cal.get(name) else { continue };
         match host_kernel_config() {
             Ok(cfg) => {
                 let req = lab::runner::RunRequest {
                     variant: sim::kernel::Variant { spec: "host".into(), config: cfg, patches: vec![] },
-                    topology: t,
-                    workload: ["pipe", "--classic", "-l", "20000"].map(String::from).to_vec(),
+                    topology: t.clone(),
+                    workload: ["pipe", "--classic", "-l", loops].map(String::from).to_vec(),
                     seed: 1,
                     default_duration_ns: 10_000_000_000,
                     max_events: 200_000_000,
-                    cpus: Some(vec![0]),
+                    cpus,
                 };
                 if let Ok(rec) = lab::runner::run_one(&req) {
                     notes.push(format!(
-                        "check: the model's `pipe --classic -l 20000 --cpus 0` with these costs: {:.0} ns per round trip (native rt_pinned_processes {:.0} ns)",
+                        "check: the model's `pipe --classic -l {loops}{flag}` with these costs: {:.0} ns per round trip (native {name} {:.0} ns)",
                         rec.metric * 1e3,
                         rt.ns
                     ));
@@ -619,15 +634,31 @@ pub fn calibrate(a: &CalibrateArgs) -> anyhow::Result<()> {
     }
     let h = native::host::host_sched();
     let context = format!(
-        "host: {} CPUs, kernel {release}, preempt {}, hz {}; topology {}\n\
-         base values for the formulas (not measured): wakeup_local_ns {}, idle_exit_ns_c1 {}",
+        "host: {} CPUs, kernel {release}, preempt {}, hz {}; topology {}\n{}\n\
+         base values for the formulas (not measured): wakeup_local_ns {}, wakeup_remote_ipi_ns {}, {}",
         cal.nr_cpus,
         h.preempt.as_deref().unwrap_or("?"),
         h.hz.map_or("?".into(), |x| x.to_string()),
         topo.name,
+        match &vm {
+            Some(v) => format!(
+                "VM guest ({}{}): the cross-CPU ping-pong measures waking a halted vCPU (idle_exit_ns_*)",
+                v.signals.join(", "),
+                v.halt_poll_ns.map_or(String::new(), |n| format!(", guest_halt_poll_ns {n}"))
+            ),
+            None => "bare metal: the cross-CPU ping-pong measures the IPI's receipt (ipi_receive_ns)".to_string(),
+        },
         topo.costs.wakeup_local_ns,
-        topo.costs.idle_exit_ns_c1
+        topo.costs.wakeup_remote_ipi_ns,
+        if vm.is_some() {
+            format!("ipi_receive_ns {}", topo.costs.ipi_receive_ns)
+        } else {
+            format!("idle_exit_ns_c1 {}", topo.costs.idle_exit_ns_c1)
+        }
     );
+    if let Some(w) = cal.load.and_then(|l| l.warning()) {
+        eprintln!("schedlab: calibrate: {w}");
+    }
     let text = cal.to_toml(&keys, &context, &notes);
     match &a.output {
         Some(path) => {
@@ -635,7 +666,7 @@ pub fn calibrate(a: &CalibrateArgs) -> anyhow::Result<()> {
             eprint!(
                 "{}",
                 text.lines()
-                    .filter(|l| l.starts_with("#   ") || l.starts_with("# check"))
+                    .filter(|l| l.starts_with("#   ") || l.starts_with("# check") || l.starts_with("# load"))
                     .map(|l| format!("{l}\n"))
                     .collect::<String>()
             );

@@ -138,17 +138,17 @@ fn native_classic_pipe_switches_once_per_op_per_side() {
 }
 
 /// rt-tests' three lines; 41 tasks; every worker switched (at least at its exit) and blocking
-/// dominates.
+/// dominates. The built-in workers: every task is read as a zombie, so the counts are exact.
 #[test]
 fn native_hackbench_runs_and_counts() {
-    let o = schedlab(&["native", "hackbench", "-g", "1", "-l", "200"]);
+    let o = schedlab(&["native", "--builtin", "hackbench", "-g", "1", "-l", "200"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let out = text(&o.stdout);
     assert!(out.starts_with(
         "Running in process mode with 1 groups using 40 file descriptors each (== 40 tasks)\nEach sender will pass 200 messages of 100 bytes\nTime: "
     ));
     assert!(out.contains("80000 messages"), "{out}");
-    let v = json(&["native", "--json", "hackbench", "-g", "1", "-l", "200"]);
+    let v = json(&["native", "--json", "--builtin", "hackbench", "-g", "1", "-l", "200"]);
     assert_eq!(v["metric"]["name"], "seconds");
     let tasks = v["tasks"].as_array().unwrap();
     assert_eq!(tasks.len(), 41);
@@ -156,7 +156,22 @@ fn native_hackbench_runs_and_counts() {
     let c = &v["counters"];
     assert!(u(&c["nr_voluntary_switches"]) > u(&c["nr_involuntary_switches"]), "{c}");
     // Threads, pipes, pinned to one CPU: no migration once a task has started there.
-    let v = json(&["native", "--json", "--pin", "0", "hackbench", "-T", "-p", "-g", "1", "-f", "5", "-l", "50"]);
+    let v = json(&[
+        "native",
+        "--json",
+        "--builtin",
+        "--pin",
+        "0",
+        "hackbench",
+        "-T",
+        "-p",
+        "-g",
+        "1",
+        "-f",
+        "5",
+        "-l",
+        "50",
+    ]);
     assert_eq!(v["tasks"].as_array().unwrap().len(), 11);
     assert!(u(&v["counters"]["nr_migrations"]) <= 11, "{}", v["counters"]);
 }
@@ -167,7 +182,7 @@ fn native_rejects_bad_input() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
     let o = schedlab(&["native", "schbench"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o.stderr).contains("native mode runs pipe, hackbench, messaging"));
+    assert!(text(&o.stderr).contains("built-in workers: pipe, hackbench, messaging"), "{}", text(&o.stderr));
     let o = schedlab(&["native", "--pin", "7", "pipe", "-l", "10"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
 }
@@ -239,14 +254,19 @@ fn interrupt_mid_run(args: &[&str], want_children: usize) {
     let pid = child.id();
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut kids = Vec::new();
+    // (Before its workers, a run may start short-lived helpers such as `perf version`: wait
+    // for the instance too.)
+    let instance = || tracefs().is_some_and(|root| root.join(format!("instances/schedlab-{pid}")).is_dir());
     while Instant::now() < deadline {
         kids = children_of(pid);
-        if kids.len() >= want_children {
+        if kids.len() >= want_children && (!traced || instance()) {
             break;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(kids.len() >= want_children, "{args:?}: only {} children appeared", kids.len());
+    std::thread::sleep(Duration::from_millis(100));
+    kids = children_of(pid);
     if traced {
         let root = tracefs().expect("tracefs mounted by the run");
         assert!(root.join(format!("instances/schedlab-{pid}")).is_dir(), "the run's ftrace instance exists");
@@ -278,7 +298,133 @@ fn interrupt_leaves_no_child_and_tracing_as_it_was() {
         interrupt_mid_run(&["native", "pipe", "-l", "100000000"], 1);
     }
     // Many processes, blocked and running.
-    interrupt_mid_run(&["native", "hackbench", "-g", "2", "-l", "1000000"], 80);
+    interrupt_mid_run(&["native", "--builtin", "hackbench", "-g", "2", "-l", "1000000"], 80);
+}
+
+/// Every process under `pid`, recursively.
+fn descendants_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut stack = vec![pid];
+    while let Some(p) = stack.pop() {
+        for c in children_of(p) {
+            out.push(c);
+            stack.push(c);
+        }
+    }
+    out
+}
+
+fn signal(pid: u32, sig: rustix::process::Signal) {
+    rustix::process::kill_process(rustix::process::Pid::from_raw(pid as i32).unwrap(), sig).unwrap();
+}
+
+/// Starts `schedlab native ARGS`, waits until it has at least `want` descendants (the real tool
+/// and its workers) and returns it with them.
+fn start_with_descendants(args: &[&str], want: usize) -> (std::process::Child, Vec<u32>) {
+    let child = Command::new(bin()).args(args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut kids = Vec::new();
+    while Instant::now() < deadline {
+        kids = descendants_of(child.id());
+        if kids.len() >= want {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(kids.len() >= want, "{args:?}: only {} descendants appeared", kids.len());
+    std::thread::sleep(Duration::from_millis(300));
+    let tree = descendants_of(child.id());
+    (child, tree)
+}
+
+fn wait_gone(pids: &[u32], what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline && pids.iter().any(|p| alive(*p)) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let left: Vec<u32> = pids.iter().copied().filter(|p| alive(*p)).collect();
+    assert!(left.is_empty(), "{what}: {left:?} still there");
+}
+
+fn hackbench_installed() -> bool {
+    native::tools::find_program("hackbench", &["/usr/sbin"]).is_some()
+}
+
+/// SIGTERM ends a run of the real hackbench cleanly: exit 130, the tool and every worker it
+/// forked gone, the ftrace instance removed.
+#[test]
+fn sigterm_ends_a_real_tool_run_cleanly() {
+    if !hackbench_installed() {
+        eprintln!("skipped: rt-tests hackbench is not installed");
+        return;
+    }
+    let mut args = vec!["native", "hackbench", "-g", "2", "-l", "1000000"];
+    if is_root() {
+        args.splice(1..1, ["--trace", "--trace-buffer-kb", "1024"]);
+    }
+    let (mut child, tree) = start_with_descendants(&args, 81);
+    let pid = child.id();
+    signal(pid, rustix::process::Signal::TERM);
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
+    wait_gone(&tree, "after SIGTERM");
+    if is_root() {
+        assert!(!tracefs().unwrap().join(format!("instances/schedlab-{pid}")).exists(), "instance left behind");
+    }
+}
+
+/// A traced run killed by SIGKILL cannot clean up: its tracefs instance stays (recording) and
+/// the real tool's workers are orphaned. The next run, traced or not, removes the instance and
+/// kills the workers before it starts.
+#[test]
+fn the_run_after_a_sigkill_cleans_up() {
+    if !is_root() {
+        eprintln!("skipped: ftrace needs root");
+        return;
+    }
+    let tool = hackbench_installed();
+    let args: &[&str] = if tool {
+        &["native", "--trace", "--trace-buffer-kb", "1024", "hackbench", "-g", "1", "-l", "10000000"]
+    } else {
+        &["native", "--trace", "--trace-buffer-kb", "1024", "pipe", "-l", "100000000"]
+    };
+    let (mut child, tree) = start_with_descendants(args, if tool { 41 } else { 1 });
+    let pid = child.id();
+    let instance = tracefs().unwrap().join(format!("instances/schedlab-{pid}"));
+    assert!(instance.is_dir());
+    signal(pid, rustix::process::Signal::KILL);
+    child.wait().unwrap();
+    assert!(instance.is_dir(), "nothing can remove the instance of a SIGKILLed run");
+    let o = schedlab(&["native", "--builtin", "pipe", "-l", "1000"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(!instance.exists(), "the next run removed the stale instance");
+    wait_gone(&tree, "after the next run");
+}
+
+/// With the real tool installed, `native` says what ran; `--builtin` runs the built-in workers
+/// and says why; the real tool's switch totals cover every task it forked.
+#[test]
+fn native_runs_the_real_tool_when_installed() {
+    if !hackbench_installed() {
+        eprintln!("skipped: rt-tests hackbench is not installed");
+        return;
+    }
+    let v = json(&["native", "--json", "hackbench", "-g", "1", "-l", "100"]);
+    assert!(v["native"]["runner"].as_str().unwrap().starts_with("rt-tests hackbench"), "{}", v["native"]);
+    assert!(v["native"]["note"].is_null());
+    // The parent and the workers the sampler saw (a short-lived one can be missed).
+    let tasks = v["tasks"].as_array().unwrap();
+    assert!(tasks.len() > 1 && tasks.len() <= 41, "{}", v["tasks"]);
+    assert!(tasks.iter().all(|t| t["comm"] == "hackbench"), "{}", v["tasks"]);
+    let c = &v["counters"];
+    assert!(u(&c["nr_switches"]) >= 40, "{c}");
+    assert_eq!(u(&c["nr_switches"]), u(&c["nr_voluntary_switches"]) + u(&c["nr_involuntary_switches"]));
+    assert!(v["metric"]["value"].as_f64().unwrap() > 0.0);
+    let v = json(&["native", "--json", "--builtin", "hackbench", "-g", "1", "-l", "100"]);
+    assert_eq!(v["native"]["runner"], "built-in workers");
+    assert!(v["native"]["note"].as_str().unwrap().contains("--builtin"));
 }
 
 /// `--kernel host` maps this kernel onto a preset, for any command that builds a model.
@@ -328,4 +474,10 @@ fn validate_side_by_side() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     let out = text(&o.stdout);
     assert!(out.contains("switches/message") && out.contains("wakee on waker CPU"), "{out}");
+    let ran = if hackbench_installed() { "ran rt-tests hackbench" } else { "ran built-in workers" };
+    assert!(out.contains(ran), "{out}");
+    // Every judged row says ok or OFF; the metric row is judged.
+    let metric = out.lines().find(|l| l.starts_with("seconds ")).unwrap();
+    assert!(metric.ends_with(" ok") || metric.ends_with(" OFF"), "{metric}");
+    assert!(rows.iter().any(|r| r["ok"].is_boolean()), "{rows:?}");
 }

@@ -8,9 +8,69 @@ use sim::topology::{Costs, CpuTopo, LOCAL_DISTANCE, MAX_CPUS, SCHED_CAPACITY_SCA
 
 use crate::error::MachineError;
 
-/// The topology of this machine from `/sys`.
+/// The topology of this machine from `/sys` (and `/proc/cpuinfo`, for the hypervisor flag).
 pub fn host_topology() -> Result<Topology, MachineError> {
-    host_topology_from(Path::new("/sys"))
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").ok();
+    host_topology_with(Path::new("/sys"), cpuinfo.as_deref())
+}
+
+/// Why this machine is taken for a virtual machine's guest, if it is one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VmGuest {
+    /// The signals found, e.g. `hypervisor flag in /proc/cpuinfo, cpuidle driver haltpoll`.
+    pub signals: Vec<String>,
+    /// `haltpoll.guest_halt_poll_ns` when the haltpoll driver is loaded: how long an idle vCPU
+    /// polls before it halts (0: it halts at once).
+    pub halt_poll_ns: Option<u64>,
+}
+
+/// Whether the machine under `root` (sysfs) with this `/proc/cpuinfo` text is a VM guest:
+/// the `hypervisor` CPU flag (set by every x86 hypervisor), the `haltpoll` cpuidle driver
+/// (registered only on KVM guests, `cpuidle-haltpoll.c`) or `/sys/hypervisor/type` (Xen).
+pub fn vm_guest(root: &Path, cpuinfo: Option<&str>) -> Option<VmGuest> {
+    let mut signals = Vec::new();
+    if let Some(text) = cpuinfo
+        && text.lines().any(|l| {
+            l.split_once(':')
+                .is_some_and(|(k, v)| k.trim() == "flags" && v.split_whitespace().any(|f| f == "hypervisor"))
+        })
+    {
+        signals.push("hypervisor flag in /proc/cpuinfo".to_string());
+    }
+    let driver = std::fs::read_to_string(root.join("devices/system/cpu/cpuidle/current_driver")).unwrap_or_default();
+    if driver.trim() == "haltpoll" {
+        signals.push("cpuidle driver haltpoll".to_string());
+    }
+    if let Ok(kind) = std::fs::read_to_string(root.join("hypervisor/type")) {
+        signals.push(format!("hypervisor type {}", kind.trim()));
+    }
+    let halt_poll_ns = std::fs::read_to_string(root.join("module/haltpoll/parameters/guest_halt_poll_ns"))
+        .ok()
+        .and_then(|v| v.trim().parse().ok());
+    (!signals.is_empty()).then_some(VmGuest { signals, halt_poll_ns })
+}
+
+/// What a VM guest pays to wake a halted vCPU, until `schedlab calibrate` measures this
+/// machine: the halt is a VM exit, and the wakeup an IPI the hypervisor delivers by waking the
+/// vCPU's thread on the host and entering the guest again — tens of microseconds **[estimate]**
+/// (the issue notes measured 20–40 µs on the development VM), against the 1 µs the guest's
+/// cpuidle state claims. The IPI costs are those of the `vm-2cpu` preset (an ICR write traps
+/// without IPI virtualisation).
+pub const VM_HALTED_VCPU_WAKE_NS: u64 = 20_000;
+
+/// The costs of a VM guest: every non-polling idle state is a halt, so both idle exits cost a
+/// halted vCPU's wakeup. Returns the note for the topology's `source`.
+fn apply_vm_guest(vm: &VmGuest, costs: &mut Costs) -> String {
+    costs.idle_exit_ns_c1 = VM_HALTED_VCPU_WAKE_NS;
+    costs.idle_exit_ns_deep = VM_HALTED_VCPU_WAKE_NS;
+    costs.wakeup_remote_ipi_ns = 1_500;
+    costs.ipi_receive_ns = 2_000;
+    format!(
+        "; VM guest ({}{}): waking a halted vCPU costs {} us [estimate; `schedlab calibrate` measures it]",
+        vm.signals.join(", "),
+        vm.halt_poll_ns.map_or(String::new(), |ns| format!(", guest_halt_poll_ns {ns}")),
+        VM_HALTED_VCPU_WAKE_NS / 1_000
+    )
 }
 
 /// The topology described by the sysfs tree under `root` (the directory holding `devices/`).
@@ -23,6 +83,12 @@ pub fn host_topology() -> Result<Topology, MachineError> {
 /// latencies come from the first online CPU's `cpuidle` states when there are any; the other
 /// costs are [`Costs::x86_server`].
 pub fn host_topology_from(root: &Path) -> Result<Topology, MachineError> {
+    host_topology_with(root, None)
+}
+
+/// [`host_topology_from`] with the text of `/proc/cpuinfo` too: on a VM guest
+/// ([`vm_guest`]) the idle exits cost a halted vCPU's wakeup.
+pub fn host_topology_with(root: &Path, cpuinfo: Option<&str>) -> Result<Topology, MachineError> {
     let cpu_dir = root.join("devices/system/cpu");
     let online = read_cpu_list(&cpu_dir.join("online"))?;
     if online.is_empty() || online.len() > MAX_CPUS as usize {
@@ -61,7 +127,10 @@ pub fn host_topology_from(root: &Path) -> Result<Topology, MachineError> {
         description.push_str(&format!("; host CPUs {list} renumbered 0..{}", online.len() - 1));
     }
     let mut costs = Costs::x86_server();
-    let idle_note = apply_idle_states(&cpu_dir.join(format!("cpu{}/cpuidle", online[0])), &mut costs)?;
+    let mut idle_note = apply_idle_states(&cpu_dir.join(format!("cpu{}/cpuidle", online[0])), &mut costs)?;
+    if let Some(vm) = vm_guest(root, cpuinfo) {
+        idle_note += &apply_vm_guest(&vm, &mut costs);
+    }
     let topology = Topology {
         name: "host".to_string(),
         description,

@@ -95,6 +95,6 @@ mod topology_file;
 
 pub use cost_file::{load_cost_file, parse_cost_toml};
 pub use error::MachineError;
-pub use host::{host_topology, host_topology_from};
+pub use host::{VM_HALTED_VCPU_WAKE_NS, VmGuest, host_topology, host_topology_from, host_topology_with, vm_guest};
 pub use slice::{resolve_topology, restrict};
 pub use topology_file::{load_topology_file, parse_topology_toml};

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use machine::{MachineError, host_topology, host_topology_from};
+use machine::{MachineError, VM_HALTED_VCPU_WAKE_NS, host_topology, host_topology_from, host_topology_with, vm_guest};
 
 /// A scratch sysfs tree under the system temp dir, removed when dropped.
 struct FakeSysfs {
@@ -94,6 +94,62 @@ fn two_socket_smt_machine_with_an_offline_cpu() {
     assert_eq!((topology.costs.idle_exit_ns_deep, topology.costs.idle_deep_residency_ns), (133_000, 600_000));
     let domains = topology.build_domains();
     assert_eq!(domains.of(0).len(), 3, "SMT, MC, NUMA");
+}
+
+/// The development VM's tree: 2 vCPUs, cpuidle states POLL and haltpoll (1 us), the haltpoll
+/// driver with guest_halt_poll_ns 0, and the hypervisor flag.
+fn kvm_guest(sys: &FakeSysfs, halt_poll_ns: &str) {
+    sys.write("devices/system/cpu/online", "0-1");
+    sys.cpu(0, 0, "0", Some("0-1"));
+    sys.cpu(1, 0, "1", Some("0-1"));
+    sys.write("devices/system/cpu/cpu0/cpuidle/state0/name", "POLL")
+        .write("devices/system/cpu/cpu0/cpuidle/state0/latency", "0")
+        .write("devices/system/cpu/cpu0/cpuidle/state0/residency", "0")
+        .write("devices/system/cpu/cpu0/cpuidle/state1/name", "haltpoll idle")
+        .write("devices/system/cpu/cpu0/cpuidle/state1/latency", "1")
+        .write("devices/system/cpu/cpu0/cpuidle/state1/residency", "1")
+        .write("devices/system/cpu/cpuidle/current_driver", "haltpoll")
+        .write("module/haltpoll/parameters/guest_halt_poll_ns", halt_poll_ns);
+}
+
+const CPUINFO_KVM: &str =
+    "processor\t: 0\nvendor_id\t: AuthenticAMD\nflags\t\t: fpu vme de pse tsc msr hypervisor lahf_lm\n\n";
+const CPUINFO_METAL: &str = "processor\t: 0\nflags\t\t: fpu vme de pse tsc msr lahf_lm\n";
+
+#[test]
+fn a_kvm_guest_pays_for_waking_a_halted_vcpu() {
+    let sys = FakeSysfs::new("kvm");
+    kvm_guest(&sys, "0");
+    let vm = vm_guest(sys.path(), Some(CPUINFO_KVM)).unwrap();
+    assert_eq!(vm.signals, ["hypervisor flag in /proc/cpuinfo", "cpuidle driver haltpoll"]);
+    assert_eq!(vm.halt_poll_ns, Some(0));
+    let t = host_topology_with(sys.path(), Some(CPUINFO_KVM)).unwrap();
+    // cpuidle claims 1 us; a halted vCPU is woken through the host.
+    assert_eq!(t.costs.idle_exit_ns_c1, VM_HALTED_VCPU_WAKE_NS);
+    assert_eq!(t.costs.idle_exit_ns_deep, VM_HALTED_VCPU_WAKE_NS);
+    assert_eq!(t.costs.idle_poll_ns, 0, "guest_halt_poll_ns 0: it never polls");
+    assert!(t.source.contains("VM guest") && t.source.contains("guest_halt_poll_ns 0"), "{}", t.source);
+    // The haltpoll driver alone says KVM guest too; a guest that polls keeps its polling window.
+    let sys2 = FakeSysfs::new("kvm-poll");
+    kvm_guest(&sys2, "200000");
+    let t = host_topology_from(sys2.path()).unwrap();
+    assert_eq!((t.costs.idle_exit_ns_c1, t.costs.idle_poll_ns), (VM_HALTED_VCPU_WAKE_NS, 200_000));
+}
+
+#[test]
+fn bare_metal_keeps_its_cpuidle_exit_latencies() {
+    let sys = FakeSysfs::new("metal");
+    sys.write("devices/system/cpu/online", "0-1");
+    sys.cpu(0, 0, "0", Some("0-1"));
+    sys.cpu(1, 0, "1", Some("0-1"));
+    sys.write("devices/system/cpu/cpu0/cpuidle/state0/name", "C1")
+        .write("devices/system/cpu/cpu0/cpuidle/state0/latency", "2")
+        .write("devices/system/cpu/cpu0/cpuidle/state0/residency", "2")
+        .write("devices/system/cpu/cpuidle/current_driver", "intel_idle");
+    assert!(vm_guest(sys.path(), Some(CPUINFO_METAL)).is_none());
+    let t = host_topology_with(sys.path(), Some(CPUINFO_METAL)).unwrap();
+    assert_eq!(t.costs.idle_exit_ns_c1, 2_000);
+    assert!(!t.source.contains("VM guest"));
 }
 
 #[test]

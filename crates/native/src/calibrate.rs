@@ -19,11 +19,29 @@
 //!   `context_switch_mm_ns` likewise from `rt_pinned_processes`: a pinned round trip is two
 //!   pipe ops, two local wakeups and two switches; the simulator charges the wakeup separately
 //!   (`wakeup_local_ns`, kept at the topology's value: user space cannot isolate it);
-//! * `ipi_receive_ns` = `rt_cross_processes` / 2 − `pipe_op_4` − `context_switch_ns` −
-//!   `idle_exit_ns_c1`: the rest of a one-way hop to an idle CPU is the wakeup's trip to the
-//!   other CPU (IPI, and on a VM the exit/entry around the halted vCPU).
+//! * a thread switch does a subset of a process switch's work (no `switch_mm`), so a measured
+//!   `context_switch_ns` above `context_switch_mm_ns` is noise or load: it is written equal to
+//!   the process switch, and flagged;
+//! * the cross-CPU hop: a one-way hop to an idle CPU is a pipe op, the waker's remote wakeup
+//!   (`wakeup_remote_ipi_ns`), the IPI's receipt (`ipi_receive_ns`), the idle exit and a switch
+//!   from idle. The unknown is the part the machine makes expensive:
+//!   - on bare metal, `ipi_receive_ns` = `rt_cross_processes` / 2 − `pipe_op_4` −
+//!     `wakeup_remote_ipi_ns` − `context_switch_ns` − `idle_exit_ns_c1` (cpuidle's latency);
+//!   - on a VM guest (`machine::vm_guest`: the hypervisor CPU flag, the haltpoll driver), waking a halted vCPU goes through the host:
+//!     `idle_exit_ns_c1` = `idle_exit_ns_deep` = `rt_cross_processes` / 2 − `pipe_op_4` −
+//!     `wakeup_remote_ipi_ns` − `ipi_receive_ns` − `context_switch_ns`: the idle-vCPU wakeup
+//!     cost (cross-CPU ping-pong against the pinned one), charged only when the target halted.
 //!
 //! A derived value below zero is written as 0 and flagged.
+//!
+//! # Load
+//!
+//! The measurements assume an otherwise idle machine: the cross-CPU hop assumes the partner's
+//! CPU halts between tokens, and the pinned round trips that nothing else shares CPU 0.
+//! `/proc/stat` is sampled around every measurement; CPU time used by other processes (all
+//! busy time minus calibrate's own, `getrusage`) and time stolen by the hypervisor are
+//! reported, and above [`BUSY_WARN_SHARE`] of the machine the file says the numbers are not to
+//! be trusted.
 
 use rustix::fd::AsFd;
 
@@ -47,6 +65,71 @@ pub struct Measurement {
 pub struct Calibration {
     pub measurements: Vec<Measurement>,
     pub nr_cpus: usize,
+    /// How busy the rest of the machine was while they ran.
+    pub load: Option<Load>,
+}
+
+/// Above this share of the machine's CPU time used by others (or stolen), the file warns.
+pub const BUSY_WARN_SHARE: f64 = 0.10;
+
+/// What the rest of the machine did during a calibration (`/proc/stat`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Load {
+    /// CPU time used by other processes, as a share of all CPUs' time.
+    pub others_share: f64,
+    /// Time the hypervisor gave to other guests (`steal`), same scale.
+    pub steal_share: f64,
+}
+
+impl Load {
+    /// The warning for the file and stderr, when the machine was busy.
+    pub fn warning(&self) -> Option<String> {
+        (self.others_share > BUSY_WARN_SHARE || self.steal_share > BUSY_WARN_SHARE).then(|| {
+            format!(
+                "WARNING: the machine was busy during calibration ({:.0} % of its CPU time used by other processes, {:.0} % stolen by the hypervisor): these costs include waiting for a CPU; calibrate again on an idle machine",
+                self.others_share * 100.0,
+                self.steal_share * 100.0
+            )
+        })
+    }
+}
+
+/// `/proc/stat`'s first line: (busy, steal, all) in USER_HZ ticks, busy without steal.
+pub fn parse_proc_stat(text: &str) -> Option<(u64, u64, u64)> {
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<u64> = line.split_whitespace().skip(1).map_while(|t| t.parse().ok()).collect();
+    // user nice system idle iowait irq softirq steal [guest guest_nice: already in user]
+    let get = |i: usize| v.get(i).copied().unwrap_or(0);
+    let busy = get(0) + get(1) + get(2) + get(5) + get(6);
+    let all = busy + get(3) + get(4) + get(7);
+    Some((busy, get(7), all))
+}
+
+/// Samples the machine's and this process's CPU time; [`LoadMeter::finish`] turns two samples
+/// into a [`Load`].
+struct LoadMeter {
+    stat: Option<(u64, u64, u64)>,
+    own_ns: u64,
+}
+
+impl LoadMeter {
+    fn start() -> LoadMeter {
+        LoadMeter { stat: read_proc_stat(), own_ns: crate::sys::own_cpu_ns() }
+    }
+
+    fn finish(&self) -> Option<Load> {
+        let (b0, s0, a0) = self.stat?;
+        let (b1, s1, a1) = read_proc_stat()?;
+        let all = a1.saturating_sub(a0).max(1) as f64;
+        let tick_ns = 1e9 / 100.0; // USER_HZ
+        let own = crate::sys::own_cpu_ns().saturating_sub(self.own_ns) as f64 / tick_ns;
+        let others = (b1.saturating_sub(b0) as f64 - own).max(0.0);
+        Some(Load { others_share: others / all, steal_share: s1.saturating_sub(s0) as f64 / all })
+    }
+}
+
+fn read_proc_stat() -> Option<(u64, u64, u64)> {
+    parse_proc_stat(&std::fs::read_to_string("/proc/stat").ok()?)
 }
 
 /// A derived cost key.
@@ -196,6 +279,7 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<Calibration, String> {
     let reps = opts.repetitions.max(1);
     let it = |n: f64| ((n * opts.scale) as u64).max(10);
     let nr_cpus = crate::host::nr_cpus();
+    let meter = LoadMeter::start();
     let mut m = vec![
         measure("null_syscall", "getppid() in a loop, ns per call", it(500_000.0), reps, null_syscall)?,
         measure(
@@ -239,7 +323,7 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<Calibration, String> {
             |n| ping_pong(n, 0, 1, true),
         )?);
     }
-    Ok(Calibration { measurements: m, nr_cpus })
+    Ok(Calibration { measurements: m, nr_cpus, load: meter.finish() })
 }
 
 impl Calibration {
@@ -248,8 +332,10 @@ impl Calibration {
     }
 
     /// The cost keys derived from the measurements; `base` supplies the values the formulas
-    /// need but calibration does not measure (`wakeup_local_ns`, `idle_exit_ns_c1`).
-    pub fn keys(&self, base: &sim::topology::Costs) -> Vec<KeyValue> {
+    /// need but calibration does not measure (`wakeup_local_ns`, `wakeup_remote_ipi_ns`, and
+    /// `idle_exit_ns_c1` on bare metal or `ipi_receive_ns` on a VM guest). `vm_guest`: the
+    /// cross-CPU hop measures waking a halted vCPU (see the module docs).
+    pub fn keys(&self, base: &sim::topology::Costs, vm_guest: bool) -> Vec<KeyValue> {
         let g = |n: &str| self.get(n).map(|m| m.ns);
         let mut out = Vec::new();
         let mut push = |key: &'static str, v: f64, how: String| {
@@ -306,38 +392,62 @@ impl Calibration {
             out.push(KeyValue { key, ns: v.max(0.0).round() as u64, how, clamped: v < 0.0 });
         };
         let wl = base.wakeup_local_ns as f64;
+        let pinned = |name: &str| match (op, g(name)) {
+            (Some(op), Some(rt)) => Some((rt, op, (rt - 2.0 * op) / 2.0)),
+            _ => None,
+        };
+        let threads = pinned("rt_pinned_threads");
+        let processes = pinned("rt_pinned_processes");
+        let cs_mm = processes.map(|(_, _, raw)| raw - wl);
         let mut cs_threads = None;
-        if let (Some(op), Some(rt)) = (op, g("rt_pinned_threads")) {
-            let raw = (rt - 2.0 * op) / 2.0;
-            cs_threads = Some((raw - wl).max(0.0));
-            push(
-                "context_switch_ns",
-                raw - wl,
-                format!(
-                    "(rt_pinned_threads {rt:.0} - 2 x pipe_op_4 {op:.0}) / 2 = {raw:.0}, minus wakeup_local_ns {wl:.0}"
-                ),
+        if let Some((rt, op, raw)) = threads {
+            let measured = raw - wl;
+            let mut how = format!(
+                "(rt_pinned_threads {rt:.0} - 2 x pipe_op_4 {op:.0}) / 2 = {raw:.0}, minus wakeup_local_ns {wl:.0}"
             );
+            let v = match cs_mm {
+                Some(mm) if measured > mm => {
+                    how += &format!(
+                        " = {measured:.0}, above the process switch {:.0}: written as the process switch (a thread switch is a process switch without switch_mm; noise or load)",
+                        mm.max(0.0)
+                    );
+                    mm
+                }
+                _ => measured,
+            };
+            cs_threads = Some(v.max(0.0));
+            push("context_switch_ns", v, how);
         }
-        if let (Some(op), Some(rt)) = (op, g("rt_pinned_processes")) {
-            let raw = (rt - 2.0 * op) / 2.0;
+        if let (Some((rt, op, raw)), Some(mm)) = (processes, cs_mm) {
             push(
                 "context_switch_mm_ns",
-                raw - wl,
+                mm,
                 format!(
                     "(rt_pinned_processes {rt:.0} - 2 x pipe_op_4 {op:.0}) / 2 = {raw:.0}, minus wakeup_local_ns {wl:.0}"
                 ),
             );
         }
         if let (Some(op), Some(rt), Some(cs)) = (op, g("rt_cross_processes"), cs_threads) {
-            let c1 = base.idle_exit_ns_c1 as f64;
             let hop = rt / 2.0;
-            push(
-                "ipi_receive_ns",
-                hop - op - cs - c1,
-                format!(
-                    "rt_cross_processes {rt:.0} / 2 = {hop:.0} per hop, minus pipe_op_4 {op:.0}, context_switch_ns {cs:.0} (switch from idle), idle_exit_ns_c1 {c1:.0}"
-                ),
-            );
+            let remote = base.wakeup_remote_ipi_ns as f64;
+            if vm_guest {
+                let ipi = base.ipi_receive_ns as f64;
+                let wake = hop - op - remote - ipi - cs;
+                let how = format!(
+                    "rt_cross_processes {rt:.0} / 2 = {hop:.0} per hop, minus pipe_op_4 {op:.0}, wakeup_remote_ipi_ns {remote:.0}, ipi_receive_ns {ipi:.0}, context_switch_ns {cs:.0} (switch from idle): waking a halted vCPU"
+                );
+                push("idle_exit_ns_c1", wake, how.clone());
+                push("idle_exit_ns_deep", wake, how);
+            } else {
+                let c1 = base.idle_exit_ns_c1 as f64;
+                push(
+                    "ipi_receive_ns",
+                    hop - op - remote - cs - c1,
+                    format!(
+                        "rt_cross_processes {rt:.0} / 2 = {hop:.0} per hop, minus pipe_op_4 {op:.0}, wakeup_remote_ipi_ns {remote:.0}, context_switch_ns {cs:.0} (switch from idle), idle_exit_ns_c1 {c1:.0}"
+                    ),
+                );
+            }
         }
         out
     }
@@ -363,6 +473,15 @@ impl Calibration {
             s += &format!("#   {:<22} {}{}\n", k.key, k.how, if k.clamped { "  (negative: written as 0)" } else { "" });
         }
         s += "# Keys not listed keep the topology's values.\n";
+        if let Some(w) = self.load.and_then(|l| l.warning()) {
+            s += &format!("# {w}\n");
+        } else if let Some(l) = self.load {
+            s += &format!(
+                "# load: other processes used {:.1} % of the CPU time, {:.1} % stolen\n",
+                l.others_share * 100.0,
+                l.steal_share * 100.0
+            );
+        }
         for n in notes {
             s += &format!("# {n}\n");
         }
@@ -390,23 +509,68 @@ mod tests {
                 m("rt_cross_processes", 20_000.0),
             ],
             nr_cpus: 2,
+            load: None,
         }
     }
 
     #[test]
     fn derives_keys() {
         let base = sim::topology::Costs::x86_server();
-        let keys = fake().keys(&base);
+        let keys = fake().keys(&base, false);
         let get = |k: &str| keys.iter().find(|v| v.key == k).unwrap().ns;
         assert_eq!(get("syscall_ns"), 80);
         assert_eq!(get("copy_ns_per_kib"), 84); // 5400 / 64 = 84.4
         assert_eq!(get("context_switch_ns"), (4_000 - 1_200) / 2 - base.wakeup_local_ns);
         assert_eq!(get("context_switch_mm_ns"), (5_000 - 1_200) / 2 - base.wakeup_local_ns);
         let cs = (4_000 - 1_200) / 2 - base.wakeup_local_ns;
-        assert_eq!(get("ipi_receive_ns"), 10_000 - 600 - cs - base.idle_exit_ns_c1);
+        assert_eq!(get("ipi_receive_ns"), 10_000 - 600 - base.wakeup_remote_ipi_ns - cs - base.idle_exit_ns_c1);
+        assert!(keys.iter().all(|k| k.key != "idle_exit_ns_c1"));
         let toml = fake().to_toml(&keys, "host: test", &["check: ok".into()]);
         assert!(toml.contains("[costs]\nsyscall_ns = 80\n"));
         assert!(toml.contains("# check: ok"));
+    }
+
+    #[test]
+    fn a_vm_guest_measures_the_halted_vcpu_wakeup() {
+        let base = sim::topology::Costs {
+            ipi_receive_ns: 2_000,
+            wakeup_remote_ipi_ns: 1_500,
+            wakeup_local_ns: 400,
+            ..sim::topology::Costs::x86_server()
+        };
+        let keys = fake().keys(&base, true);
+        let get = |k: &str| keys.iter().find(|v| v.key == k).map(|v| v.ns);
+        let cs = (4_000 - 1_200) / 2 - 400;
+        // 20 us round trip: 10 us per hop, of which the halted vCPU's wakeup is the rest.
+        let wake = 10_000 - 600 - 1_500 - 2_000 - cs;
+        assert_eq!(get("idle_exit_ns_c1"), Some(wake));
+        assert_eq!(get("idle_exit_ns_deep"), Some(wake));
+        assert_eq!(get("ipi_receive_ns"), None, "kept at the topology's value");
+    }
+
+    #[test]
+    fn a_thread_switch_is_never_dearer_than_a_process_switch() {
+        let mut c = fake();
+        // Threads measured slower than processes (load, noise).
+        c.measurements.iter_mut().find(|m| m.name == "rt_pinned_threads").unwrap().ns = 6_000.0;
+        let keys = c.keys(&sim::topology::Costs::x86_server(), false);
+        let get = |k: &str| keys.iter().find(|v| v.key == k).unwrap();
+        assert_eq!(get("context_switch_ns").ns, get("context_switch_mm_ns").ns);
+        assert!(get("context_switch_ns").how.contains("written as the process switch"));
+    }
+
+    #[test]
+    fn load_warns_above_a_tenth_of_the_machine() {
+        assert_eq!(parse_proc_stat("cpu  100 0 50 800 10 5 5 30 0 0\ncpu0 1 2\n"), Some((160, 30, 1000)));
+        assert!(parse_proc_stat("intr 1 2\n").is_none());
+        let busy = Load { others_share: 0.45, steal_share: 0.0 };
+        assert!(busy.warning().unwrap().contains("45 %"));
+        assert!(Load { others_share: 0.02, steal_share: 0.01 }.warning().is_none());
+        assert!(Load { others_share: 0.0, steal_share: 0.2 }.warning().is_some());
+        let mut c = fake();
+        c.load = Some(busy);
+        let keys = c.keys(&sim::topology::Costs::x86_server(), false);
+        assert!(c.to_toml(&keys, "host", &[]).contains("# WARNING: the machine was busy"));
     }
 
     #[test]

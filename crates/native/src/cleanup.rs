@@ -9,7 +9,7 @@
 //! `Drop`. Children also carry `PR_SET_PDEATHSIG = SIGKILL`, so even a SIGKILLed schedlab does
 //! not leave them running.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -39,14 +39,67 @@ pub(crate) fn forget_child(pid: Pid) {
     reg.retain(|&p| p != pid);
 }
 
-/// Registers a real tool's process group (its leader's pid) to kill on interrupt.
-pub(crate) fn register_group(pid: Pid) {
+/// Registers a real tool's process group (its leader's pid) to kill on interrupt, and leaves a
+/// marker file (`<tmp>/schedlab-tools/<schedlab pid>-<group>`) so that a later run can kill the
+/// group if this process dies by SIGKILL (the leader dies with it, `PR_SET_PDEATHSIG`, but the
+/// workers it forked would run on).
+/// The marker holds the tool's task name, so that a reused group id is never killed.
+pub(crate) fn register_group(pid: Pid, comm: &str) {
     TOOL_GROUPS.lock().unwrap_or_else(|e| e.into_inner()).push(pid);
+    let dir = tool_marker_dir();
+    if std::fs::create_dir_all(&dir).is_ok() {
+        let _ = std::fs::write(dir.join(marker_name(pid)), comm);
+    }
 }
 
 /// Forgets a tool group once its leader has been reaped.
 pub(crate) fn forget_group(pid: Pid) {
     TOOL_GROUPS.lock().unwrap_or_else(|e| e.into_inner()).retain(|&p| p != pid);
+    let _ = std::fs::remove_file(tool_marker_dir().join(marker_name(pid)));
+}
+
+/// Whether some process of process group `group` is named `comm` (`/proc/<pid>/stat`: pid,
+/// `(comm)`, state, ppid, pgrp).
+fn group_has_comm(group: i32, comm: &str) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return false };
+    entries.flatten().any(|e| {
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else { return false };
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else { return false };
+        let pgrp = stat[close + 1..].split_whitespace().nth(2).and_then(|p| p.parse::<i32>().ok());
+        pgrp == Some(group) && &stat[open + 1..close] == comm
+    })
+}
+
+fn tool_marker_dir() -> PathBuf {
+    std::env::temp_dir().join("schedlab-tools")
+}
+
+fn marker_name(group: Pid) -> String {
+    format!("{}-{}", std::process::id(), group.as_raw_nonzero())
+}
+
+/// Kills the tool process groups that runs killed by SIGKILL left behind (their marker names a
+/// schedlab process that no longer exists). Returns how many groups were signalled.
+pub fn kill_stale_tool_groups() -> usize {
+    let Ok(entries) = std::fs::read_dir(tool_marker_dir()) else { return 0 };
+    let mut killed = 0;
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        let Some((owner, group)) = name.split_once('-') else { continue };
+        let (Ok(owner), Ok(group)) = (owner.parse::<i32>(), group.parse::<i32>()) else { continue };
+        if Path::new(&format!("/proc/{owner}")).exists() {
+            continue;
+        }
+        let comm = std::fs::read_to_string(e.path()).unwrap_or_default();
+        if let Some(g) = Pid::from_raw(group)
+            && group_has_comm(group, comm.trim())
+            && rustix::process::kill_process_group(g, Signal::KILL).is_ok()
+        {
+            killed += 1;
+        }
+        let _ = std::fs::remove_file(e.path());
+    }
+    killed
 }
 
 /// Kills (SIGKILL) every registered tool group and reaps the leaders.

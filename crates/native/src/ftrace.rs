@@ -93,6 +93,11 @@ fn remove_stale_instances(root: &Path) {
     }
 }
 
+/// Whether this process may record with ftrace (tracefs instances need root).
+pub fn can_trace() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
 /// Removes instances left by killed runs when tracefs is mounted (never mounts it): every
 /// native run calls it at its start, traced or not.
 pub fn remove_stale_instances_if_mounted() {

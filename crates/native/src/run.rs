@@ -137,7 +137,9 @@ pub fn run_native(argv: &[String], opts: &NativeOptions) -> Result<NativeRun, Na
     if let Exec::Builtin(Plan::Groups { transport: Transport::TcpLoopback, .. }) = exec {
         return Err(NativeError::Usage("hackbench: -i/--inet (TCP) is not supported in native mode yet".into()));
     }
+    // What runs killed by SIGKILL left: tracefs instances still recording, tool workers.
     crate::ftrace::remove_stale_instances_if_mounted();
+    crate::cleanup::kill_stale_tool_groups();
 
     let trace = match opts.trace_buffer_kb {
         Some(kb) => Some(TraceSession::new(kb).map_err(NativeError::System)?),

@@ -18,8 +18,8 @@
 //!   parent, so the difference is the whole tree's voluntary and involuntary switches, nothing
 //!   lost when a worker exits;
 //! * per task (`/proc/<pid>/task/<tid>/sched` and `schedstat`, for migrations, run time, run
-//!   delay): a sampler thread walks the tool's descendants (`task/<tid>/children`) every few
-//!   milliseconds while it runs and keeps each task's latest reading; the tool itself is held
+//!   delay): a sampler thread walks the tool's descendants (`task/<tid>/children`) every 2 ms
+//!   while it runs and keeps each task's latest reading; the tool itself is held
 //!   as a zombie (`waitid(WEXITED | WNOWAIT)`) and read once more before it is reaped. A worker's
 //!   last milliseconds before its exit can be missed; the sampler runs on a CPU outside `--pin`
 //!   when there is one, so it does not disturb a pinned benchmark.
@@ -283,7 +283,7 @@ pub fn choose(wl: &BenchWorkload, argv: &[String]) -> Choice {
             None => Choice::Builtin("stress-ng is not installed (Debian package stress-ng)".into()),
         },
         BenchParams::Schbench(_) => {
-            Choice::Builtin("schbench is not packaged by Debian; the built-in worker runs".into())
+            Choice::Builtin("schbench is not packaged by Debian and has no built-in native worker yet".into())
         }
         BenchParams::Pgbench(_) => Choice::Builtin("pgbench runs built-in only".into()),
     }
@@ -364,14 +364,14 @@ fn walk(root: u32, seen: &mut BTreeMap<u32, TaskSample>) {
     }
 }
 
-fn spawn(program: &Path, args: &[String]) -> Result<std::process::Child, NativeError> {
+fn spawn(program: &Path, args: &[String], comm: &str) -> Result<std::process::Child, NativeError> {
     use std::os::unix::process::CommandExt;
     let mut cmd = Command::new(program);
     cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
     crate::sys::die_with_parent(&mut cmd);
     let child = cmd.spawn().map_err(|e| NativeError::System(format!("{}: {e}", program.display())))?;
     if let Some(pid) = Pid::from_raw(child.id() as i32) {
-        crate::cleanup::register_group(pid);
+        crate::cleanup::register_group(pid, comm);
     }
     Ok(child)
 }
@@ -396,7 +396,7 @@ fn kill_and_reap(mut child: std::process::Child) {
 /// Starts a loopback netserver on `port` and waits until it accepts connections.
 fn start_netserver(server: &Path, port: &str) -> Result<std::process::Child, NativeError> {
     let args: Vec<String> = ["-D", "-L", "127.0.0.1", "-p", port].iter().map(|s| s.to_string()).collect();
-    let child = spawn(server, &args)?;
+    let child = spawn(server, &args, "netserver")?;
     let addr = format!("127.0.0.1:{port}");
     for _ in 0..200 {
         if std::net::TcpStream::connect(&addr).is_ok() {
@@ -420,7 +420,7 @@ pub fn run_tool(cmd: &ToolCommand, wl: &BenchWorkload, avoid: Option<&[u32]>) ->
     };
     let before = crate::sys::children_switches();
     let start_ns = mono_ns();
-    let mut child = match spawn(&cmd.program, &cmd.args) {
+    let mut child = match spawn(&cmd.program, &cmd.args, cmd.comm) {
         Ok(c) => c,
         Err(e) => {
             if let Some(s) = server {
@@ -460,7 +460,7 @@ pub fn run_tool(cmd: &ToolCommand, wl: &BenchWorkload, avoid: Option<&[u32]>) ->
             let mut seen = BTreeMap::new();
             while !stop.load(Ordering::SeqCst) {
                 walk(pid, &mut seen);
-                std::thread::sleep(Duration::from_millis(5));
+                std::thread::sleep(Duration::from_millis(2));
             }
             seen
         })
