@@ -171,6 +171,10 @@ pub struct BenchArgs {
     /// Only run cases whose name contains this.
     #[arg(long)]
     pub only: Option<String>,
+    /// Also run the scaling series (tasks 10..10,000 on smp:4; 32..512 CPUs with 1000 tasks)
+    /// and print each case's CPU time per event as a ratio to the smallest of its series.
+    #[arg(long)]
+    pub scaling: bool,
 }
 
 /// The commands whose last positional argument is a workload with its own flags.

@@ -1,9 +1,13 @@
-//! `schedlab bench`: simulator throughput in scheduler events per second of wall time.
+//! `schedlab bench`: simulator throughput in scheduler events per CPU-second.
 //!
 //! Each case is a fixed workload on a fixed machine. An "event" is one engine event handled
 //! (a step end, tick, hrtick, timer, IPI, idle exit, fork or balance kick); cancelled events
-//! that were popped and dropped are counted apart as "stale". Memory is the process's peak
-//! resident size after the case, from `/proc/self/status` (it only grows across cases).
+//! that were popped and dropped are counted apart as "stale". The rate divides events by the
+//! CPU time of the simulating thread (`/proc/thread-self/schedstat`, in ns), which a shared,
+//! noisy machine disturbs far less than wall time. Memory is the process's peak resident size
+//! after the case, from `/proc/self/status` (it only grows across cases). With `--scaling`,
+//! the CPU time per event of growing task counts and machines is printed as a ratio to the
+//! smallest case.
 
 use std::time::Instant;
 
@@ -22,6 +26,8 @@ struct Case {
     objects: Vec<ObjectSpec>,
     /// Simulated seconds, or `None` for workloads that end by themselves.
     seconds: Option<u64>,
+    /// Run with the invariant checker after every event (`run --check`).
+    check: bool,
 }
 
 /// Short bursts and sleeps: a wakeup-heavy mix (one task in four is a CPU hog).
@@ -54,7 +60,7 @@ fn benchmark(name: &'static str, topology: &str, argv: &str) -> anyhow::Result<C
     let topology = Topology::by_name(topology).map_err(anyhow::Error::msg)?;
     let argv: Vec<String> = argv.split_whitespace().map(String::from).collect();
     let wl = lab::runner::resolve_workload_on(&argv, &[], topology.nr_cpus() as u32).map_err(anyhow::Error::msg)?;
-    Ok(Case { name, topology, tasks: wl.tasks, objects: wl.objects, seconds: None })
+    Ok(Case { name, topology, tasks: wl.tasks, objects: wl.objects, seconds: None, check: false })
 }
 
 fn cases(seconds: u64) -> anyhow::Result<Vec<Case>> {
@@ -64,15 +70,73 @@ fn cases(seconds: u64) -> anyhow::Result<Vec<Case>> {
         tasks: mix(n),
         objects: vec![],
         seconds: Some(seconds),
+        check: false,
+    };
+    let checked = |mut c: Case| {
+        c.check = true;
+        c
     };
     Ok(vec![
-        benchmark("smp:2 pipe ping-pong", "smp:2", "pipe -l 500000")?,
+        benchmark("smp:2 pipe ping-pong", "smp:2", "pipe -l 1000000")?,
         benchmark("smp:1 pipe pinned", "smp:1", "pipe -l 500000")?,
         hogs("smp:1 2 tasks", 1, 2),
         hogs("smp:1 16 tasks", 1, 16),
         hogs("smp:1 1000 tasks", 1, 1000),
         benchmark("spr-2s-192 hackbench", "spr-2s-192", "hackbench -g 8 -l 100")?,
+        benchmark("spr-2s-192 hackbench g40", "spr-2s-192", "hackbench -g 40 -l 100")?,
+        benchmark("spr-2s-192 hb g2 plain", "spr-2s-192", "hackbench -g 2 -l 50")?,
+        checked(benchmark("spr-2s-192 hb g2 --check", "spr-2s-192", "hackbench -g 2 -l 50")?),
     ])
+}
+
+/// The scaling series: (series, size, case). Per-event cost is compared within a series.
+fn scaling_cases() -> Vec<(&'static str, u32, Case)> {
+    let case = |cpus: u32, n: u32| Case {
+        name: "scaling",
+        topology: Topology::smp(cpus),
+        tasks: mix(n),
+        objects: vec![],
+        seconds: Some(1),
+        check: false,
+    };
+    let mut v: Vec<(&'static str, u32, Case)> =
+        [10, 100, 1000, 10_000].into_iter().map(|n| ("tasks on smp:4", n, case(4, n))).collect();
+    v.extend([32, 128, 512].into_iter().map(|c| ("CPUs, 1000 tasks", c, case(c, 1000))));
+    v
+}
+
+/// CPU time of the calling thread in ns (`/proc/thread-self/schedstat`, first field).
+fn thread_cpu_ns() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    s.split_whitespace().next()?.parse().ok()
+}
+
+/// The outcome of one timed case.
+struct Timed {
+    report: sim::engine::SimReport,
+    wall_s: f64,
+    cpu_s: Option<f64>,
+}
+
+fn run_case(case: Case) -> anyhow::Result<Timed> {
+    let setup = SimSetup {
+        sched: SchedConfig::v7_3(),
+        topology: case.topology,
+        seed: 1,
+        limits: Limits {
+            max_events: u64::MAX,
+            max_time_ns: case.seconds.map_or(60_000_000_000, |s| s * 1_000_000_000),
+        },
+        tasks: case.tasks,
+        objects: case.objects,
+        check_invariants: case.check,
+    };
+    let sim = Sim::new(setup).map_err(anyhow::Error::msg)?;
+    let (t0, c0) = (Instant::now(), thread_cpu_ns());
+    let report = sim.run()?;
+    let wall_s = t0.elapsed().as_secs_f64();
+    let cpu_s = c0.zip(thread_cpu_ns()).map(|(a, b)| b.saturating_sub(a) as f64 / 1e9);
+    Ok(Timed { report, wall_s, cpu_s })
 }
 
 /// Peak resident set size of this process, in KiB (`VmHWM`), if /proc is readable.
@@ -115,41 +179,48 @@ pub fn bench(a: &BenchArgs) -> anyhow::Result<()> {
         println!("memory: {kib:.2} KiB per simulated task (20000 tasks on smp:1, RSS growth incl. the report)");
     }
     println!(
-        "{:<22} {:>8} {:>9} {:>11} {:>10} {:>9} {:>11} {:>10}",
-        "case", "tasks", "sim_ms", "events", "stale", "wall_ms", "M_events/s", "peak_MiB"
+        "{:<26} {:>6} {:>9} {:>10} {:>9} {:>9} {:>9} {:>10} {:>9}",
+        "case", "tasks", "sim_ms", "events", "stale", "wall_ms", "cpu_ms", "M_ev/cpu-s", "peak_MiB"
     );
     for case in cases(a.seconds)? {
         if a.only.as_ref().is_some_and(|o| !case.name.contains(o.as_str())) {
             continue;
         }
-        let ntasks = case.tasks.len();
-        let setup = SimSetup {
-            sched: SchedConfig::v7_3(),
-            topology: case.topology,
-            seed: 1,
-            limits: Limits {
-                max_events: u64::MAX,
-                max_time_ns: case.seconds.map_or(60_000_000_000, |s| s * 1_000_000_000),
-            },
-            tasks: case.tasks,
-            objects: case.objects,
-            check_invariants: false,
-        };
-        let sim = Sim::new(setup).map_err(anyhow::Error::msg)?;
-        let t0 = Instant::now();
-        let report = sim.run()?;
-        let wall = t0.elapsed().as_secs_f64();
+        let (name, ntasks) = (case.name, case.tasks.len());
+        let t = run_case(case)?;
+        let cpu = t.cpu_s.unwrap_or(t.wall_s);
         println!(
-            "{:<22} {:>8} {:>9.1} {:>11} {:>10} {:>9.1} {:>11.2} {:>10}",
-            case.name,
+            "{:<26} {:>6} {:>9.1} {:>10} {:>9} {:>9.1} {:>9} {:>10.2} {:>9}",
+            name,
             ntasks,
-            report.simulated_ns as f64 / 1e6,
-            report.events,
-            report.stale_events,
-            wall * 1e3,
-            report.events as f64 / wall / 1e6,
+            t.report.simulated_ns as f64 / 1e6,
+            t.report.events,
+            t.report.stale_events,
+            t.wall_s * 1e3,
+            t.cpu_s.map_or("-".to_string(), |c| format!("{:.1}", c * 1e3)),
+            t.report.events as f64 / cpu / 1e6,
             peak_rss_kib().map_or("-".to_string(), |k| format!("{:.1}", k as f64 / 1024.0)),
         );
+    }
+    if a.scaling {
+        println!("\nscaling (1 simulated s each): CPU ns per event, and its ratio to the series' first size");
+        let mut base: Option<(&str, f64)> = None;
+        for (series, size, case) in scaling_cases() {
+            let t = run_case(case)?;
+            let per_event = t.cpu_s.unwrap_or(t.wall_s) * 1e9 / t.report.events.max(1) as f64;
+            let first = match base {
+                Some((s, b)) if s == series => b,
+                _ => {
+                    base = Some((series, per_event));
+                    per_event
+                }
+            };
+            println!(
+                "{series:<18} {size:>6}: {:>10} events, {per_event:>8.1} ns/event, ratio {:.2}",
+                t.report.events,
+                per_event / first
+            );
+        }
     }
     Ok(())
 }

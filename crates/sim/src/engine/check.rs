@@ -25,9 +25,15 @@ impl std::error::Error for InvariantViolation {}
 
 impl Sim {
     /// Checks every invariant; the first violation found is returned.
+    ///
+    /// Linear in tasks + CPUs + queued entities: the per-CPU counts are tallied in one pass
+    /// over the tasks, and each tree is walked once, so `--check` stays usable on machines
+    /// with hundreds of CPUs.
     pub(super) fn check_invariants(&mut self) -> Result<(), InvariantViolation> {
         let now = self.now;
         let fail = |what: String| Err(InvariantViolation { at_ns: now, what });
+        // Per CPU: (queued, runnable, load) of the tasks that belong to it.
+        let mut tally = vec![(0u32, 0u32, 0u64); self.rqs.len()];
         // Each queued task is in exactly one place: curr of its CPU's cfs_rq or in its tree.
         for (i, (task, se)) in self.tasks.iter().zip(&self.ents).enumerate() {
             let t = TaskId(i as u32);
@@ -38,11 +44,6 @@ impl Sim {
             }
             if !se.on_rq && se.in_tree {
                 return fail(format!("task {i} in a tree but not queued"));
-            }
-            for (c, other) in self.rqs.iter().enumerate() {
-                if c as u32 != task.cpu && (other.cfs.curr == Some(t) || other.curr == Some(t)) {
-                    return fail(format!("task {i} is current on CPU {c} but belongs to CPU {}", task.cpu));
-                }
             }
             match task.state {
                 TaskState::Running if !se.on_rq && rq.curr != Some(t) => {
@@ -60,44 +61,76 @@ impl Sim {
             if (se.on_rq || rq.curr == Some(t)) && !task.allows(task.cpu) {
                 return fail(format!("task {i} is on CPU {} outside its affinity {:?}", task.cpu, task.allowed));
             }
+            if se.on_rq {
+                let c = &mut tally[task.cpu as usize];
+                c.0 += 1;
+                c.1 += u32::from(!se.sched_delayed);
+                c.2 += se.load_weight;
+            }
         }
+        // No task is current on a CPU it does not belong to.
+        for (c, rq) in self.rqs.iter().enumerate() {
+            for t in [rq.cfs.curr, rq.curr].into_iter().flatten() {
+                let owner = self.tasks[t.idx()].cpu;
+                if owner as usize != c {
+                    return fail(format!("task {} is current on CPU {c} but belongs to CPU {owner}", t.0));
+                }
+            }
+        }
+        self.clear_touched();
         for cpu in 0..self.rqs.len() as u32 {
-            self.check_rq(cpu)?;
+            self.check_rq(cpu, Some(tally[cpu as usize]))?;
         }
         Ok(())
     }
 
-    fn check_rq(&mut self, cpu: u32) -> Result<(), InvariantViolation> {
+    /// The invariants of the runqueues the last event touched (`Sim::touch`), between full
+    /// checks: a broken state elsewhere is still caught, at the latest by the next full check.
+    pub(super) fn check_touched(&mut self) -> Result<(), InvariantViolation> {
+        let touched = std::mem::take(&mut self.touched);
+        let mut result = Ok(());
+        for &cpu in &touched {
+            self.is_touched[cpu as usize] = false;
+            if result.is_ok() {
+                result = self.check_rq(cpu, None);
+            }
+        }
+        self.touched = touched;
+        self.touched.clear();
+        result
+    }
+
+    /// Forgets the touched CPUs (a full check covers them all).
+    fn clear_touched(&mut self) {
+        for &cpu in &self.touched {
+            self.is_touched[cpu as usize] = false;
+        }
+        self.touched.clear();
+    }
+
+    /// The invariants of one runqueue. `counts` are (queued, runnable, load) of the tasks that
+    /// belong to it, from a pass over all tasks; without them (a partial check) the counts of
+    /// the tree and the running entity stand in.
+    fn check_rq(&mut self, cpu: u32, counts: Option<(u32, u32, u64)>) -> Result<(), InvariantViolation> {
         let now = self.now;
         let fail = |what: String| Err(InvariantViolation { at_ns: now, what: format!("CPU {cpu}: {what}") });
         let rq = &self.rqs[cpu as usize];
         if rq.curr != rq.cfs.curr && !(rq.curr.is_none() && rq.cfs.curr.is_none()) {
             return fail(format!("rq.curr {:?} != cfs.curr {:?}", rq.curr, rq.cfs.curr));
         }
-        let mut queued = 0u32;
-        let mut runnable = 0u32;
-        let mut load = 0u64;
-        for (i, (task, se)) in self.tasks.iter().zip(&self.ents).enumerate() {
-            if task.cpu == cpu && se.on_rq {
-                queued += 1;
-                runnable += u32::from(!se.sched_delayed);
-                load += se.load_weight;
-            }
-            if se.in_tree && task.cpu != cpu && rq.cfs.timeline.iter().any(|k| k.id == i as u32) {
-                return fail(format!("task {i} of CPU {} is in this tree", task.cpu));
-            }
-        }
         let cfs = &rq.cfs;
+        let (queued, runnable, load) = counts.unwrap_or_else(|| {
+            let curr = cfs.curr.filter(|c| self.ents[c.idx()].on_rq).map(|c| c.0);
+            cfs.timeline.iter().map(|k| k.id).chain(curr).fold((0, 0, 0), |(q, r, l), id| {
+                let se = &self.ents[id as usize];
+                (q + 1, r + u32::from(!se.sched_delayed), l + se.load_weight)
+            })
+        });
         if (queued, runnable, load) != (cfs.h_nr_queued, cfs.h_nr_runnable, cfs.load_weight) {
             return fail(format!(
                 "counts (queued, runnable, load) = ({queued}, {runnable}, {load}) but cfs_rq has ({}, {}, {})",
                 cfs.h_nr_queued, cfs.h_nr_runnable, cfs.load_weight
             ));
-        }
-        if let Some(c) = cfs.curr
-            && cfs.timeline.iter().any(|k| k.id == c.0)
-        {
-            return fail("the running entity is in the tree".into());
         }
         if let Some(n) = cfs.next {
             let se = &self.ents[n.idx()];
@@ -105,13 +138,21 @@ impl Sim {
                 return fail(format!("next buddy {} is not a queued, non-delayed task of this CPU", n.0));
             }
         }
-        // The tree's copies match the entities, and the avg_vruntime sums match the tree.
+        // The tree holds only this CPU's tasks, never the running one; the tree's copies
+        // match the entities, and the avg_vruntime sums match the tree.
         let mut sum_w = 0u64;
         let mut sum_wv = 0i64;
-        let mut view_sums = |k: crate::fair::tree::NodeKey, ents: &[crate::fair::SchedEntity]| -> Result<(), String> {
-            let se = &ents[k.id as usize];
+        for k in cfs.timeline.iter() {
+            let se = &self.ents[k.id as usize];
+            let owner = self.tasks[k.id as usize].cpu;
+            if se.in_tree && owner != cpu {
+                return fail(format!("task {} of CPU {owner} is in this tree", k.id));
+            }
+            if cfs.curr.is_some_and(|c| c.0 == k.id) {
+                return fail("the running entity is in the tree".into());
+            }
             if (se.vruntime, se.deadline, se.slice) != (k.vruntime, k.deadline, k.slice) {
-                return Err(format!("tree copy of task {} is stale", k.id));
+                return fail(format!("tree copy of task {} is stale", k.id));
             }
             let w = if self.params.behavior.avg_full_weight {
                 se.h_weight
@@ -120,12 +161,6 @@ impl Sim {
             };
             sum_w += w;
             sum_wv = sum_wv.wrapping_add((se.vruntime.wrapping_sub(cfs.zero_vruntime) as i64).wrapping_mul(w as i64));
-            Ok(())
-        };
-        for k in cfs.timeline.iter() {
-            if let Err(e) = view_sums(k, &self.ents) {
-                return fail(e);
-            }
         }
         if (sum_w, sum_wv) != (cfs.sum_weight, cfs.sum_w_vruntime) {
             return fail(format!(
@@ -133,36 +168,108 @@ impl Sim {
                 cfs.sum_weight, cfs.sum_w_vruntime
             ));
         }
+        let curr_queued = cfs.curr.filter(|c| self.ents[c.idx()].on_rq);
+        if cfs.timeline.is_empty() && curr_queued.is_none() {
+            return Ok(());
+        }
         // The weighted lag of the queued entities sums to zero, up to V's rounding: with
-        // V = floor(Σ w·v / Σ w), Σ w·(V − v) lies in (−Σ w, 0].
-        let params = self.params.clone();
-        let mut cfs_copy = self.rqs[cpu as usize].cfs.clone();
-        let f = Fair::new(&mut cfs_copy, &mut self.ents, &params, now);
-        let members: Vec<TaskId> =
-            f.cfs.timeline.iter().map(|k| TaskId(k.id)).chain(f.cfs.curr.filter(|c| f.ents[c.idx()].on_rq)).collect();
-        if !members.is_empty() {
-            let w_of = |t: TaskId| -> i128 {
-                if params.behavior.avg_full_weight {
-                    f.ents[t.idx()].h_weight as i128
-                } else {
-                    crate::fair::weight::scale_load_down(f.ents[t.idx()].h_weight) as i128
-                }
-            };
-            let total_w: i128 = members.iter().map(|&t| w_of(t)).sum();
-            let v0 = f.cfs.zero_vruntime;
-            let num: i128 =
-                members.iter().map(|&t| w_of(t) * (f.ents[t.idx()].vruntime.wrapping_sub(v0) as i64 as i128)).sum();
-            let v = num.div_euclid(total_w);
-            let lag_sum: i128 =
-                members.iter().map(|&t| w_of(t) * (v - f.ents[t.idx()].vruntime.wrapping_sub(v0) as i64 as i128)).sum();
-            if lag_sum > 0 || lag_sum <= -total_w {
-                return fail(format!("weighted lag sum {lag_sum} outside (-{total_w}, 0]"));
+        // V = floor(Σ w·v / Σ w), Σ w·(V − v) lies in (−Σ w, 0]. (Only read through `Fair`:
+        // the eligibility test is `&self`.)
+        let f = Fair::new(&mut self.rqs[cpu as usize].cfs, &mut self.ents, &self.params, now);
+        let members: Vec<TaskId> = f.cfs.timeline.iter().map(|k| TaskId(k.id)).chain(curr_queued).collect();
+        let w_of = |t: TaskId| -> i128 {
+            if f.p.behavior.avg_full_weight {
+                f.ents[t.idx()].h_weight as i128
+            } else {
+                crate::fair::weight::scale_load_down(f.ents[t.idx()].h_weight) as i128
             }
-            // Somebody is always eligible (the weighted mean has an entity at or below it).
-            if !members.iter().any(|&t| f.entity_eligible(t)) {
-                return fail("no queued entity is eligible".into());
-            }
+        };
+        let total_w: i128 = members.iter().map(|&t| w_of(t)).sum();
+        let v0 = f.cfs.zero_vruntime;
+        let num: i128 =
+            members.iter().map(|&t| w_of(t) * (f.ents[t.idx()].vruntime.wrapping_sub(v0) as i64 as i128)).sum();
+        let v = num.div_euclid(total_w);
+        let lag_sum: i128 =
+            members.iter().map(|&t| w_of(t) * (v - f.ents[t.idx()].vruntime.wrapping_sub(v0) as i64 as i128)).sum();
+        if lag_sum > 0 || lag_sum <= -total_w {
+            return fail(format!("weighted lag sum {lag_sum} outside (-{total_w}, 0]"));
+        }
+        // Somebody is always eligible (the weighted mean has an entity at or below it).
+        if !members.iter().any(|&t| f.entity_eligible(t)) {
+            return fail("no queued entity is eligible".into());
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::{Limits, SchedConfig};
+    use crate::engine::{Sim, SimSetup};
+    use crate::program::{Op, TaskSpec};
+    use crate::topology::Topology;
+
+    /// `n` hogs on 4 CPUs, run for 30 ms with a partial check after every event.
+    fn running_sim(n: u32) -> Sim {
+        let hog = |i| {
+            TaskSpec::new(
+                format!("hog{i}"),
+                vec![Op::Run { ns: 3_000_000 }, Op::Loop { target: 0, slot: 0, count: u32::MAX }],
+            )
+        };
+        let setup = SimSetup {
+            sched: SchedConfig::v7_3(),
+            topology: Topology::smp(4),
+            seed: 3,
+            limits: Limits { max_events: u64::MAX, max_time_ns: u64::MAX },
+            tasks: (0..n).map(hog).collect(),
+            objects: vec![],
+            check_invariants: true,
+        };
+        let mut s = Sim::new(setup).expect("valid setup");
+        while s.queue.peek_time().is_some_and(|t| t.0 <= 30_000_000) {
+            let (at, ev) = s.queue.pop().expect("peeked");
+            s.now = at.0;
+            s.dispatch(ev);
+            s.check_touched().expect("a consistent state");
+        }
+        s.check_invariants().expect("a consistent state");
+        s
+    }
+
+    /// A corrupted count is found by the full check, and by the partial one once the CPU is
+    /// touched, but not by a partial check of other CPUs.
+    #[test]
+    fn wrong_queued_count_is_caught_on_touched_cpu() {
+        let mut s = running_sim(4);
+        s.rqs[2].cfs.h_nr_queued += 1;
+        assert!(s.check_invariants().unwrap_err().what.starts_with("CPU 2: counts"));
+        s.touch(1);
+        assert!(s.check_touched().is_ok());
+        s.touch(2);
+        assert!(s.check_touched().unwrap_err().what.starts_with("CPU 2: counts"));
+        // The touched set is emptied by every check.
+        assert!(s.touched.is_empty() && s.is_touched.iter().all(|&t| !t));
+    }
+
+    /// A task that is current on a CPU it does not belong to is found by the full check.
+    #[test]
+    fn current_on_foreign_cpu_is_caught() {
+        let mut s = running_sim(4);
+        let t = s.rqs[0].curr.expect("a hog runs on CPU 0");
+        s.tasks[t.idx()].cpu = 1;
+        assert!(s.check_invariants().is_err());
+    }
+
+    /// A stale tree copy is found by the partial check of its CPU (five hogs on four CPUs:
+    /// one CPU has a waiting task in its tree).
+    #[test]
+    fn stale_tree_copy_is_caught() {
+        let mut s = running_sim(5);
+        let cpu = (0..4).find(|&c| s.rqs[c].cfs.timeline.iter().next().is_some()).expect("a CPU with two hogs");
+        let id = s.rqs[cpu].cfs.timeline.iter().next().expect("found above").id;
+        s.ents[id as usize].deadline += 1;
+        s.touch(cpu as u32);
+        assert!(s.check_touched().unwrap_err().what.contains("stale"));
     }
 }

@@ -194,8 +194,9 @@ impl Sim {
         let spec_idx = task.spec as usize;
         let syscall_ns = self.costs.syscall_ns;
         let per_kib = self.costs.copy_ns_per_kib;
-        let IpcParams { behavior, costs } = self.ipc.params;
-        let IpcState { objects, tasks, .. } = &mut self.ipc;
+        // Borrowed, not copied: the parameters are read on every IPC call.
+        let IpcState { objects, tasks, params, .. } = &mut self.ipc;
+        let IpcParams { behavior, costs } = &*params;
         let st = entry(tasks, t);
         if st.op_pc != Some(pc) {
             debug_assert!(st.polled.is_empty() && !st.waiting_children, "task {} left an IPC call unfinished", t.0);

@@ -264,7 +264,15 @@ pub struct Sim {
     lb_seq: u64,
     /// Called every `Observer::every` events (progress reports); nothing it sees feeds back.
     observer: Option<Observer>,
+    /// With `check`: the CPUs whose fair class an event used (or that it was for), in order
+    /// of first touch, and a flag per CPU. Only these are checked between full checks.
+    touched: Vec<u32>,
+    is_touched: Vec<bool>,
 }
+
+/// With `--check`, every invariant is checked after every this many events, and after the
+/// others only the runqueues the event touched.
+const FULL_CHECK_EVERY: u64 = 64;
 
 /// A callback the run loop calls with (simulated ns, events so far) every `every` events. The
 /// simulator reads no clock: a caller that wants wall time reads it in the callback.
@@ -294,6 +302,8 @@ impl Sim {
         let mut sim = Sim {
             trace: None,
             observer: None,
+            touched: Vec::new(),
+            is_touched: vec![false; ncpus as usize],
             cost_rng: crate::rng::SimRng::stream(setup.seed, crate::rng::Stream::Costs),
             llc,
             domains,
@@ -479,7 +489,11 @@ impl Sim {
                 self.stale_events += 1;
             }
             if self.check
-                && let Err(v) = self.check_invariants()
+                && let Err(v) = if (self.events + self.stale_events).is_multiple_of(FULL_CHECK_EVERY) {
+                    self.check_invariants()
+                } else {
+                    self.check_touched()
+                }
             {
                 *sink_out = self.trace.take();
                 return Err(v);
@@ -498,6 +512,19 @@ impl Sim {
 
     /// Handles one event; false if it was stale (cancelled by a newer generation).
     fn dispatch(&mut self, ev: Ev) -> bool {
+        if self.check {
+            match ev {
+                Ev::StepEnd { cpu, .. }
+                | Ev::Tick { cpu }
+                | Ev::Hrtick { cpu, .. }
+                | Ev::TimerHard { cpu, .. }
+                | Ev::IrqExit { cpu }
+                | Ev::Ipi { cpu }
+                | Ev::IdleExit { cpu }
+                | Ev::NohzBalance { cpu } => self.touch(cpu),
+                Ev::Fork { .. } => {}
+            }
+        }
         match ev {
             Ev::StepEnd { cpu, generation } => {
                 if self.rqs[cpu as usize].step_gen != generation {
@@ -540,8 +567,18 @@ impl Sim {
         ns * pct / 100
     }
 
+    /// Records that the current event used `cpu`'s runqueue (for `--check`).
+    fn touch(&mut self, cpu: u32) {
+        if !std::mem::replace(&mut self.is_touched[cpu as usize], true) {
+            self.touched.push(cpu);
+        }
+    }
+
     /// A fair-class view of `cpu` at the current time.
     fn fair(&mut self, cpu: u32) -> Fair<'_> {
+        if self.check {
+            self.touch(cpu);
+        }
         Fair::new(&mut self.rqs[cpu as usize].cfs, &mut self.ents, &self.params, self.now)
     }
 
