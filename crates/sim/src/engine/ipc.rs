@@ -213,7 +213,7 @@ impl Sim {
                 // Charge the entry and the copy of what is left now; apply the write at the end
                 // of that time (`ipc_complete`), when the data becomes visible to readers.
                 let o = &objects[obj as usize];
-                cost += o.write_cost(&costs) + copy_ns(bytes.saturating_sub(st.done), per_kib);
+                cost += o.write_cost(costs) + copy_ns(bytes.saturating_sub(st.done), per_kib);
                 st.phase = Phase::Copy { obj, bytes };
                 st.wakes = wakes;
                 let cost = self.cost(cost);
@@ -223,7 +223,7 @@ impl Sim {
                 let o = &mut objects[obj as usize];
                 let x = o.read(t, bytes.saturating_sub(st.done), resumed, &mut wakes);
                 st.done = st.done.saturating_add(x.bytes);
-                cost += o.read_cost(&costs) + copy_ns(x.bytes, per_kib);
+                cost += o.read_cost(costs) + copy_ns(x.bytes, per_kib);
                 if x.blocked {
                     Outcome::Block
                 } else if exact && st.done < bytes && !matches!(o, Object::EventFd(_)) {
