@@ -276,12 +276,12 @@ impl<R> FtraceTextReader<R> {
             ));
         }
         self.last_ts = Some((r.ts_ns, r.line));
-        if let Event::Switch { prev_state, .. } = &r.event {
-            if !valid_prev_state(prev_state) {
-                return Err(format!(
-                    "sched_switch: unknown prev_state `{prev_state}` (expected R, R+ or |-joined S D T t X Z P I, optionally +)"
-                ));
-            }
+        if let Event::Switch { prev_state, .. } = &r.event
+            && !valid_prev_state(prev_state)
+        {
+            return Err(format!(
+                "sched_switch: unknown prev_state `{prev_state}` (expected R, R+ or |-joined S D T t X Z P I, optionally +)"
+            ));
         }
         Ok(())
     }
