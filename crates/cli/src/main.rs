@@ -44,7 +44,8 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.downcast_ref::<UserError>().is_some() => {
-            eprintln!("schedlab: {e}");
+            // One line, whatever the input quoted back contains.
+            eprintln!("schedlab: {}", e.to_string().replace('\n', "\\n"));
             ExitCode::from(2)
         }
         Err(e) if e.downcast_ref::<Incomplete>().is_some() => {
