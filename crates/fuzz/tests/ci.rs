@@ -97,3 +97,29 @@ fn swarm_scenarios_replay_from_their_seed() {
     }
     assert!(scenarios.iter().any(|s| !s.background.is_empty()));
 }
+
+/// Inputs the fuzzer found that once gave multi-line errors, each refused in one line now.
+#[test]
+fn fuzz_findings_stay_fixed() {
+    let one_line = |target: &str, input: &[u8]| {
+        let t = fuzz::targets::by_name(target).expect("a target");
+        match (t.exec)(input) {
+            Ok(fuzz::targets::Verdict::Refused(m)) => assert!(!m.contains('\n'), "{target}: {m:?}"),
+            Ok(fuzz::targets::Verdict::Accepted) => {}
+            Err(e) => panic!("{target}: {e}"),
+        }
+    };
+    // A SPEC token split by a newline (a TOML "\n" escape in a plan): separate tokens.
+    one_line("spec", b"v7.3\nNO_SUCH");
+    let v = sim::kernel::parse_spec("v7.3\nNEXT_BUDDY", None).expect("whitespace separates tokens");
+    assert!(v.config.features.has(sim::features::Feature::NEXT_BUDDY));
+    // An rt-app key with a control character, quoted back escaped.
+    let e = workload::rtapp::parse_rtapp(r#"{"global": {"calibrati\n": 1}, "tasks": {"t": {"run": 1}}}"#, "f.json")
+        .expect_err("unknown key");
+    assert!(e.to_string().contains("`calibrati\\n`"), "{e}");
+    // A results database whose schema SQL is damaged: SQLite quotes the SQL, newlines and all.
+    let mut db = (fuzz::targets::by_name("store").expect("store").seeds)().remove(0);
+    let at = db.windows(7).position(|w| w == b"events ").expect("the schema text");
+    db[at] = b'[';
+    one_line("store", &db);
+}
