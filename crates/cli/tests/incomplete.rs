@@ -125,7 +125,7 @@ fn sigterm_ends_a_sweep_keeping_its_stored_runs() {
     .unwrap();
     let out = dir.join("out");
     let args = ["sweep", plan.to_str().unwrap(), "--out", out.to_str().unwrap(), "--jobs", "1"];
-    let mut child = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+    let child = Command::new(env!("CARGO_BIN_EXE_schedlab"))
         .args(args)
         .current_dir(root())
         .stdout(Stdio::piped())
