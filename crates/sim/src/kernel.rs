@@ -278,7 +278,7 @@ pub struct Variant {
 /// and `key=value` tokens (sysctls, `preempt=`, `hz=`), separated by spaces or commas. Without
 /// a preset the tokens apply on top of `base` (or v7.3 when there is none).
 pub fn parse_spec(spec: &str, base: Option<&Variant>) -> Result<Variant, SpecError> {
-    let mut tokens = spec.split([' ', ',']).filter(|t| !t.is_empty()).peekable();
+    let mut tokens = spec.split(|c: char| c.is_whitespace() || c == ',').filter(|t| !t.is_empty()).peekable();
     let (mut config, mut patches) = match tokens.peek().and_then(|t| preset(t)) {
         Some(p) => {
             tokens.next();
