@@ -125,6 +125,9 @@ fn v6_19() -> SchedConfig {
     c.behavior.newidle_always_roll = true;
     // 7.2.12 requeue_delayed_entity() starts with update_curr(); 6.12.117 has none.
     c.behavior.requeue_updates_curr = false;
+    // The deferred hrtick programming of 7.2.12 is not in 6.12.117 (hrtick_start() programs
+    // the timer at once); when between the two it came is not checked.
+    c.behavior.hrtick_armed_after_switch = false;
     c
 }
 
