@@ -53,6 +53,9 @@ pub struct VmRunArgs {
     /// Seconds one boot may take before qemu is killed.
     #[arg(long, default_value_t = 900, value_name = "SECS")]
     pub timeout: u64,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
     /// Echo the guest's console on stderr.
     #[arg(short, long)]
     pub verbose: bool,
@@ -96,7 +99,11 @@ fn vm_run(a: &VmRunArgs) -> anyhow::Result<()> {
         std::process::exit(130);
     });
     let report = vm::run(&opts, &|m| eprintln!("{m}")).map_err(vm_error)?;
-    print!("{}", report.render());
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report.to_json())?);
+    } else {
+        print!("{}", report.render());
+    }
     Ok(())
 }
 

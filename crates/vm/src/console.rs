@@ -150,7 +150,9 @@ mod tests {
 
     #[test]
     fn an_oops_is_found() {
-        let c = parse(&l("@@SCHEDLAB begin\n[   3.2] BUG: kernel NULL pointer dereference, address: 0\n[ 3.3] Oops: 0000 [#1] SMP\n"));
+        let c = parse(&l(
+            "@@SCHEDLAB begin\n[   3.2] BUG: kernel NULL pointer dereference, address: 0\n[ 3.3] Oops: 0000 [#1] SMP\n",
+        ));
         assert_eq!(c.oops_at, Some(1));
         assert!(!c.ended);
     }

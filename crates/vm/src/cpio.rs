@@ -92,7 +92,8 @@ mod tests {
         let mut off = 0usize;
         loop {
             assert_eq!(&b[..6], b"070701", "magic at offset {off}");
-            let field = |i: usize| u32::from_str_radix(std::str::from_utf8(&b[6 + 8 * i..14 + 8 * i]).unwrap(), 16).unwrap();
+            let field =
+                |i: usize| u32::from_str_radix(std::str::from_utf8(&b[6 + 8 * i..14 + 8 * i]).unwrap(), 16).unwrap();
             let mode = field(1);
             let size = field(6) as usize;
             let namesize = field(11) as usize;

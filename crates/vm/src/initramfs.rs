@@ -14,7 +14,8 @@ use crate::VmError;
 use crate::cpio::CpioWriter;
 
 /// busybox applets the guest script uses.
-const APPLETS: &[&str] = &["sh", "mount", "cat", "echo", "grep", "tr", "sed", "uname", "poweroff", "sleep", "ls", "dmesg"];
+const APPLETS: &[&str] =
+    &["sh", "mount", "cat", "echo", "grep", "tr", "sed", "uname", "poweroff", "sleep", "ls", "dmesg"];
 
 /// Host tools `schedlab native` drives when installed (crates/native/src/tools.rs), put in the
 /// guest at the same path. Only rt-tests `hackbench` in this slice.
@@ -68,7 +69,8 @@ pub fn parse_ldd(text: &str) -> Vec<PathBuf> {
 }
 
 fn libraries(bin: &Path) -> Result<Vec<PathBuf>, VmError> {
-    let out = Command::new("ldd").arg(bin).output().map_err(|e| VmError::System(format!("ldd {}: {e}", bin.display())))?;
+    let out =
+        Command::new("ldd").arg(bin).output().map_err(|e| VmError::System(format!("ldd {}: {e}", bin.display())))?;
     // ldd exits 1 for a static binary ("not a dynamic executable"): no libraries.
     Ok(parse_ldd(&String::from_utf8_lossy(&out.stdout)))
 }

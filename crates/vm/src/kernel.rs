@@ -95,12 +95,10 @@ pub fn resolve(src: &KernelSource) -> Result<Kernel, VmError> {
 /// modules) is removed on return.
 fn fetch_package(name: &str, dest: &Path) -> Result<(), VmError> {
     let tmp = crate::cleanup::TempDir::new("kernel")?;
-    let out = Command::new("apt-get")
-        .arg("download")
-        .arg(name)
-        .current_dir(tmp.path())
-        .output()
-        .map_err(|e| VmError::System(format!("apt-get download {name}: {e} (is this a Debian system with apt?)")))?;
+    let out =
+        Command::new("apt-get").arg("download").arg(name).current_dir(tmp.path()).output().map_err(|e| {
+            VmError::System(format!("apt-get download {name}: {e} (is this a Debian system with apt?)"))
+        })?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         let last = err.lines().filter(|l| !l.trim().is_empty()).last().unwrap_or("").trim().to_string();
@@ -167,7 +165,11 @@ mod tests {
     fn config_gives_hz_and_preempt() {
         let dir = tempfile::tempdir().unwrap();
         let cfg = dir.path().join("config");
-        std::fs::write(&cfg, "CONFIG_HZ_250=y\nCONFIG_HZ=250\n# CONFIG_PREEMPT is not set\nCONFIG_PREEMPT_VOLUNTARY=y\n").unwrap();
+        std::fs::write(
+            &cfg,
+            "CONFIG_HZ_250=y\nCONFIG_HZ=250\n# CONFIG_PREEMPT is not set\nCONFIG_PREEMPT_VOLUNTARY=y\n",
+        )
+        .unwrap();
         let k = Kernel { image: cfg.clone(), config: Some(cfg), label: "t".into() };
         assert_eq!(k.sched_config(), (Some(250), Some("voluntary")));
     }

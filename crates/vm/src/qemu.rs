@@ -65,9 +65,8 @@ pub struct Boot {
 
 pub fn qemu_binary() -> Result<&'static str, VmError> {
     let bin = "qemu-system-x86_64";
-    let found = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(bin).is_file()))
-        .unwrap_or(false);
+    let found =
+        std::env::var_os("PATH").map(|p| std::env::split_paths(&p).any(|d| d.join(bin).is_file())).unwrap_or(false);
     if found {
         Ok(bin)
     } else {

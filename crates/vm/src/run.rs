@@ -5,12 +5,12 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::VmError;
 use crate::console::{self, GuestRun};
 use crate::guest;
 use crate::initramfs;
 use crate::kernel::{self, Kernel, KernelSource};
 use crate::qemu::{self, Accel};
-use crate::VmError;
 
 /// The kernel command line: the serial console; warnings and worse only (so kernel messages
 /// rarely split the agent's lines); an oops panics and a panic exits qemu at once
@@ -134,7 +134,10 @@ pub fn run(opts: &VmOptions, note: &(dyn Fn(&str) + Sync)) -> Result<VmReport, V
             if let Some(at) = c.oops_at {
                 let tail = console::tail(&boot.lines[..(at + 40).min(boot.lines.len())], 60);
                 if retried.is_empty() {
-                    note(&format!("vm: the guest oopsed (variant {}); retrying in a fresh boot. Console:\n{tail}", v.name));
+                    note(&format!(
+                        "vm: the guest oopsed (variant {}); retrying in a fresh boot. Console:\n{tail}",
+                        v.name
+                    ));
                     retried.push(tail);
                     continue;
                 }
@@ -149,7 +152,13 @@ pub fn run(opts: &VmOptions, note: &(dyn Fn(&str) + Sync)) -> Result<VmReport, V
                 )));
             }
             if let Some(e) = c.errors.first() {
-                return Err(VmError::Guest(format!("guest agent (variant {}): {e}", v.name)));
+                let msg = format!("--variant {}: {e}", v.name);
+                // A feature the kernel does not have is the user's to fix (exit 2).
+                return Err(if e.starts_with("unknown feature") {
+                    VmError::Usage(msg)
+                } else {
+                    VmError::Guest(format!("guest agent: {msg}"))
+                });
             }
             if !c.ended {
                 return Err(VmError::Guest(format!(
@@ -163,7 +172,12 @@ pub fn run(opts: &VmOptions, note: &(dyn Fn(&str) + Sync)) -> Result<VmReport, V
                 runs.push(r.map_err(|e| VmError::Guest(format!("variant {}: {e}", v.name)))?);
             }
             if runs.len() != opts.runs as usize {
-                return Err(VmError::Guest(format!("variant {}: {} of {} runs reported", v.name, runs.len(), opts.runs)));
+                return Err(VmError::Guest(format!(
+                    "variant {}: {} of {} runs reported",
+                    v.name,
+                    runs.len(),
+                    opts.runs
+                )));
             }
             out.release = c.release.unwrap_or_default();
             out.online = c.online.unwrap_or_default();
@@ -204,6 +218,38 @@ fn cell(xs: Vec<f64>, prec: usize) -> String {
 }
 
 impl VmReport {
+    /// The report as one JSON object: the kernel, the accelerator and, per variant, the
+    /// features read back and each run's counters.
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::json;
+        let (hz, preempt) = self.kernel.sched_config();
+        json!({
+            "kernel": self.kernel.label,
+            "release": self.release,
+            "online": self.online,
+            "accel": if self.accel == Accel::Kvm { "kvm" } else { "tcg" },
+            "hz": hz,
+            "preempt": preempt,
+            "tools": self.tools,
+            "variants": self.variants.iter().map(|v| json!({
+                "variant": v.variant.name,
+                "features": v.features,
+                "boot_secs": v.boot_secs,
+                "total_secs": v.total_secs,
+                "oopses_retried": v.retried.len(),
+                "runs": v.runs.iter().map(|r| json!({
+                    "ops": r.ops,
+                    "op": r.op,
+                    "nr_switches": r.switches,
+                    "nr_involuntary_switches": r.involuntary,
+                    "nr_wakeups": r.wakeups,
+                    "nr_migrations": r.migrations,
+                    "metric": {"name": r.metric_name, "value": r.metric},
+                })).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+        })
+    }
+
     /// The per-variant table: medians over the runs, min-max in parentheses.
     pub fn render(&self) -> String {
         let mut s = String::new();
@@ -218,9 +264,19 @@ impl VmReport {
             hz.map_or("?".into(), |h| h.to_string()),
             preempt.unwrap_or("?")
         );
-        let _ = writeln!(s, "# guest tools: {}", if self.tools.is_empty() { "none (schedlab's built-in workers)".into() } else { self.tools.join(", ") });
+        let _ = writeln!(
+            s,
+            "# guest tools: {}",
+            if self.tools.is_empty() { "none (schedlab's built-in workers)".into() } else { self.tools.join(", ") }
+        );
         let Some(first) = self.variants.first().and_then(|v| v.runs.first()) else { return s };
-        let _ = writeln!(s, "# per {}; median (min-max) over {} runs; {} in the guest's emulated time", first.op, first_runs(self), first.metric_name);
+        let _ = writeln!(
+            s,
+            "# per {}; median (min-max) over {} runs; {} in the guest's emulated time",
+            first.op,
+            first_runs(self),
+            first.metric_name
+        );
         let _ = writeln!(
             s,
             "{:<28} {:>26} {:>22} {:>24} {:>26} {:>28}",
@@ -269,7 +325,10 @@ mod tests {
         assert_eq!(parse_topology("smp:2").unwrap(), 2);
         assert!(matches!(parse_topology("2s4c"), Err(VmError::Usage(_))));
         assert!(matches!(parse_topology("smp:0"), Err(VmError::Usage(_))));
-        assert_eq!(Variant::parse("NO_WAKEUP_PREEMPTION,PLACE_LAG").unwrap().features, ["NO_WAKEUP_PREEMPTION", "PLACE_LAG"]);
+        assert_eq!(
+            Variant::parse("NO_WAKEUP_PREEMPTION,PLACE_LAG").unwrap().features,
+            ["NO_WAKEUP_PREEMPTION", "PLACE_LAG"]
+        );
         assert!(Variant::parse("default").unwrap().features.is_empty());
         assert!(matches!(Variant::parse("no_wakeup"), Err(VmError::Usage(_))));
     }
