@@ -58,7 +58,7 @@ pub fn parse_ldd(text: &str) -> Vec<PathBuf> {
     for line in text.lines() {
         let line = line.trim();
         let path = match line.split_once("=>") {
-            Some((_, rhs)) => rhs.trim().split_whitespace().next().unwrap_or(""),
+            Some((_, rhs)) => rhs.split_whitespace().next().unwrap_or(""),
             None => line.split_whitespace().next().unwrap_or(""),
         };
         if path.starts_with('/') {

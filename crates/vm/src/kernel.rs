@@ -101,7 +101,7 @@ fn fetch_package(name: &str, dest: &Path) -> Result<(), VmError> {
         })?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
-        let last = err.lines().filter(|l| !l.trim().is_empty()).last().unwrap_or("").trim().to_string();
+        let last = err.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string();
         return Err(VmError::Usage(format!(
             "--kernel-pkg {name}: apt-get download failed: {last} (find the name with `apt-cache search linux-image`)"
         )));
