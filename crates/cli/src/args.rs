@@ -43,6 +43,8 @@ pub enum Command {
     Native(crate::native_cmd::NativeArgs),
     /// Native runs beside simulated seeds on --topology host --kernel host, side by side.
     Validate(crate::native_cmd::ValidateArgs),
+    /// Real kernels under qemu: boot a Debian kernel package or a bzImage and run a workload per variant.
+    Vm(crate::vm_cmd::VmArgs),
     /// Measure this machine's kernel costs and write a --cost-file.
     Calibrate(crate::native_cmd::CalibrateArgs),
     /// Where two variants first decide differently (wakeup preemption, placement, switch), why,

@@ -13,6 +13,7 @@ mod report;
 mod run;
 mod setup;
 mod tracefile;
+mod vm_cmd;
 
 use std::process::ExitCode;
 
@@ -44,6 +45,7 @@ fn main() -> ExitCode {
         Command::Patches => lab_cmd::patches(),
         Command::Native(a) => native_cmd::native(a),
         Command::Validate(a) => native_cmd::validate(a),
+        Command::Vm(a) => vm_cmd::vm(a),
         Command::Calibrate(a) => native_cmd::calibrate(a),
         Command::Explain(a) => explain::explain(a),
         Command::Report(a) => report::report(a),
