@@ -43,6 +43,8 @@ pub enum Command {
     Native(crate::native_cmd::NativeArgs),
     /// Native runs beside simulated seeds on --topology host --kernel host, side by side.
     Validate(crate::native_cmd::ValidateArgs),
+    /// Real kernels under qemu: boot a Debian kernel package or a bzImage and run a workload per variant.
+    Vm(crate::vm_cmd::VmArgs),
     /// Measure this machine's kernel costs and write a --cost-file.
     Calibrate(crate::native_cmd::CalibrateArgs),
     /// Where two variants first decide differently (wakeup preemption, placement, switch), why,
@@ -123,10 +125,12 @@ pub struct RunArgs {
     /// Print one JSON object instead of the text report.
     #[arg(long)]
     pub json: bool,
-    /// Simulated seconds to run when the workload sets no duration.
-    #[arg(long, default_value_t = 10.0)]
-    pub duration: f64,
-    /// Stop after this many events (a safety bound).
+    /// Simulated seconds to run when the workload sets no duration. Default: none for a
+    /// benchmark that ends by itself (a loop count), 10 s for one that runs forever or with
+    /// --background. A run cut before its benchmark finished exits with code 3.
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Stop after this many events (a safety bound; a run cut by it exits with code 3).
     #[arg(long, default_value_t = 2_000_000_000)]
     pub max_events: u64,
     /// Check every scheduler invariant after every event (slow).

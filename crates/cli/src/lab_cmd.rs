@@ -16,7 +16,7 @@ use lab::store::{self, Store};
 use lab::sweep::{self, Outcome, SweepProgress};
 use lab::{LabError, spec, words};
 
-use crate::setup::{UserError, user};
+use crate::setup::{Incomplete, UserError, user};
 
 /// Printed after `schedlab compare --help`'s options.
 const COMPARE_HELP: &str = "\
@@ -245,8 +245,9 @@ impl Progress {
         );
         let cancel = Arc::new(AtomicBool::new(false));
         let (flag, b) = (cancel.clone(), bar.clone());
-        // First Ctrl-C: start no new runs, let the ones in progress finish (and be stored).
-        // Second: leave at once; every finished run is already committed.
+        // First Ctrl-C or SIGTERM (or SIGHUP: ctrlc's `termination` feature): start no new
+        // runs, let the ones in progress finish (and be stored), exit 130. Second: leave at
+        // once; every finished run is already committed.
         let _ = ctrlc::set_handler(move || {
             if flag.swap(true, Ordering::SeqCst) {
                 b.abandon();
@@ -432,11 +433,20 @@ fn run_plan(plan: &Plan, jobs: Option<usize>, quiet: bool) -> anyhow::Result<Vec
         std::process::exit(130);
     }
     let mut samples = Vec::with_capacity(slots.len());
+    let mut incomplete = 0;
     for (slot, outcome) in slots.iter().zip(outcomes) {
         let key = plan.key(slot);
         let Some(outcome) = outcome else { unreachable!("not interrupted, so every run ran") };
         match outcome.result {
             Ok(record) => samples.push(Sample { variant: plan.variants[slot.variant].name.clone(), key, record }),
+            // Shown, every one, and no statistics over the rest.
+            Err(e) if lab::runner::is_incomplete(&e) => {
+                incomplete += 1;
+                eprintln!(
+                    "schedlab: variant `{}`, topology {}, seed {}: {e}",
+                    plan.variants[slot.variant].name, key.topology, key.seed
+                );
+            }
             Err(e) => {
                 return user(format!(
                     "run failed: variant `{}` ({}), topology {}, workload `{}`, seed {}: {e}",
@@ -448,6 +458,13 @@ fn run_plan(plan: &Plan, jobs: Option<usize>, quiet: bool) -> anyhow::Result<Vec
                 ));
             }
         }
+    }
+    if incomplete > 0 {
+        return Err(Incomplete(format!(
+            "{incomplete} of {} runs did not finish their benchmark: no statistics (exit 3); raise --duration or --max-events",
+            slots.len()
+        ))
+        .into());
     }
     Ok(samples)
 }
@@ -563,6 +580,13 @@ pub fn sweep(a: &SweepArgs) -> anyhow::Result<()> {
         out.flush()?;
         eprintln!("schedlab: interrupted: {} runs not started; rerun the same command to finish", report.cancelled);
         std::process::exit(130);
+    }
+    let incomplete = report.failed.iter().filter(|(_, e)| lab::runner::is_incomplete(e)).count();
+    if incomplete > 0 && incomplete == report.failed.len() {
+        return Err(Incomplete(format!(
+            "{incomplete} runs did not finish their benchmark (not stored); raise duration or max_events in the plan"
+        ))
+        .into());
     }
     if !report.failed.is_empty() {
         return user(format!("{} runs failed (not stored; a rerun retries them)", report.failed.len()));

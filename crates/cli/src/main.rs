@@ -1,5 +1,6 @@
 //! The `schedlab` binary: argument parsing and dispatch only. Exit codes: 0 success, 2 bad
-//! input (the message names the file, line and field), 1 internal error.
+//! input (the message names the file, line and field), 3 a run that stopped before its
+//! benchmark finished (cut by the time or event limit: no result), 1 internal error.
 
 mod analyze;
 mod args;
@@ -12,6 +13,7 @@ mod report;
 mod run;
 mod setup;
 mod tracefile;
+mod vm_cmd;
 
 use std::process::ExitCode;
 
@@ -20,7 +22,7 @@ use sim::features::Feature;
 use sim::topology::Topology;
 
 use args::{Cli, Command, FeaturesArgs, TopologyCommand};
-use setup::{UserError, user};
+use setup::{Incomplete, UserError, user};
 
 fn main() -> ExitCode {
     let cli = match args::hoist_options(std::env::args_os().collect()) {
@@ -43,6 +45,7 @@ fn main() -> ExitCode {
         Command::Patches => lab_cmd::patches(),
         Command::Native(a) => native_cmd::native(a),
         Command::Validate(a) => native_cmd::validate(a),
+        Command::Vm(a) => vm_cmd::vm(a),
         Command::Calibrate(a) => native_cmd::calibrate(a),
         Command::Explain(a) => explain::explain(a),
         Command::Report(a) => report::report(a),
@@ -51,8 +54,13 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.downcast_ref::<UserError>().is_some() => {
-            eprintln!("schedlab: {e}");
+            // One line, whatever the input quoted back contains.
+            eprintln!("schedlab: {}", e.to_string().replace('\n', "\\n"));
             ExitCode::from(2)
+        }
+        Err(e) if e.downcast_ref::<Incomplete>().is_some() => {
+            eprintln!("schedlab: {e}");
+            ExitCode::from(3)
         }
         Err(e) if e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) => {
             ExitCode::SUCCESS

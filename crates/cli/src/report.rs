@@ -89,7 +89,8 @@ fn setup_from_command(command: &str, max_time_ns: u64) -> anyhow::Result<SimSetu
             t.cpus = Some(cpus.clone());
         }
     }
-    let bound = wl.duration_ns.unwrap_or((r.duration * 1e9) as u64).min(max_time_ns);
+    let bound =
+        wl.time_limit(r.duration.map(|d| (d * 1e9).round() as u64), crate::run::DEFAULT_DURATION_NS).min(max_time_ns);
     Ok(SimSetup {
         sched: cfg,
         topology: topo,

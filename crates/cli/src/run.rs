@@ -11,10 +11,11 @@ use sim::engine::{Sim, SimReport, SimSetup, StopReason};
 use sim::features::FeatureSet;
 use sim::topology::Topology;
 
+use lab::plan::DEFAULT_MAX_EVENTS;
 use lab::runner::{Better, ResolvedWorkload};
 
 use crate::args::RunArgs;
-use crate::setup::{self, user};
+use crate::setup::{self, Incomplete, user};
 
 pub fn run(a: &RunArgs) -> anyhow::Result<()> {
     let (cfg, patches) = setup::kernel_spec(&a.sim)?;
@@ -44,13 +45,15 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
             ));
         }
     }
-    if !(a.duration > 0.0 && a.duration <= 1e6) {
-        return user(format!("--duration: {} is not a positive number of seconds (at most 1e6)", a.duration));
+    if let Some(d) = a.duration
+        && !(d > 0.0 && d <= 1e6)
+    {
+        return user(format!("--duration: {d} is not a positive number of seconds (at most 1e6)"));
     }
     if a.max_events == 0 {
         return user("--max-events: must be at least 1");
     }
-    let max_time_ns = wl.duration_ns.unwrap_or((a.duration * 1e9) as u64);
+    let max_time_ns = wl.time_limit(a.duration.map(|d| (d * 1e9).round() as u64), DEFAULT_DURATION_NS);
     let setup = SimSetup {
         sched: cfg.clone(),
         topology: topo.clone(),
@@ -89,7 +92,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
             }
             writeln!(out)?;
         }
-        write_text(&mut out, a, &cfg, &patches, &topo, &report, wl.name == "rtapp" || a.tasks)?;
+        write_text(&mut out, a, &cfg, &patches, &topo, &report, wl.name == "rtapp" || a.tasks, max_time_ns)?;
         write_metrics(&mut out, &wl, &report)?;
         eprintln!(
             "[{} events in {:.0} ms wall: {:.1} M events/s]",
@@ -98,7 +101,14 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
             report.events as f64 / wall_ms / 1e3
         );
     }
-    stop_warning(&report, a)
+    stop_warning(&report)?;
+    match wl.incomplete(&report) {
+        Some(why) => {
+            out.flush()?;
+            Err(Incomplete(format!("{why}; no result (exit 3); reproduce: {}", reproduce(a))).into())
+        }
+        None => Ok(()),
+    }
 }
 
 /// Events between two looks at the wall clock during a run (a few ms of simulation).
@@ -137,9 +147,12 @@ fn progress_line(max_time_ns: u64, bounded: bool, drawn: Arc<AtomicBool>) -> Box
     })
 }
 
-/// A run that did not end the way its workload should: said on stderr, and a deadlock (a broken
-/// chain: every remaining task blocked with nothing left to wake it) is bad input, exit 2.
-fn stop_warning(r: &SimReport, a: &RunArgs) -> anyhow::Result<()> {
+/// `--duration` when a workload that runs forever (or has background benchmarks) gives none.
+pub(crate) const DEFAULT_DURATION_NS: u64 = 10_000_000_000;
+
+/// A deadlock (a broken chain: every remaining task blocked with nothing left to wake it) is
+/// bad input, exit 2; runs cut by a limit are [`ResolvedWorkload::incomplete`]'s.
+fn stop_warning(r: &SimReport) -> anyhow::Result<()> {
     match r.stop {
         StopReason::Deadlock => {
             let stuck: Vec<String> =
@@ -151,16 +164,7 @@ fn stop_warning(r: &SimReport, a: &RunArgs) -> anyhow::Result<()> {
                 if r.tasks.iter().filter(|t| !t.exited).count() > 8 { ", ..." } else { "" }
             ))
         }
-        StopReason::EventLimit => {
-            eprintln!(
-                "schedlab: stopped at the event limit ({} events, --max-events) after {:.6} simulated s; reproduce: {}",
-                r.events,
-                r.simulated_ns as f64 / 1e9,
-                reproduce(a)
-            );
-            Ok(())
-        }
-        StopReason::TimeLimit | StopReason::AllExited => Ok(()),
+        StopReason::TimeLimit | StopReason::EventLimit | StopReason::AllExited => Ok(()),
     }
 }
 
@@ -194,8 +198,11 @@ pub fn reproduce(a: &RunArgs) -> String {
     if let Some(c) = &s.cpus {
         cmd += &format!(" --cpus {c}");
     }
-    if (a.duration - 10.0).abs() > f64::EPSILON {
-        cmd += &format!(" --duration {}", a.duration);
+    if let Some(d) = a.duration {
+        cmd += &format!(" --duration {d}");
+    }
+    if a.max_events != DEFAULT_MAX_EVENTS {
+        cmd += &format!(" --max-events {}", a.max_events);
     }
     for b in &a.background {
         cmd += &format!(" --background {}", lab::words::quote(b));
@@ -207,6 +214,7 @@ fn feature_tokens(f: &FeatureSet, kernel: &str) -> Vec<String> {
     sim::kernel::feature_changes(kernel, f)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn write_text(
     out: &mut impl Write,
     a: &RunArgs,
@@ -215,6 +223,7 @@ fn write_text(
     topo: &Topology,
     r: &SimReport,
     per_task: bool,
+    max_time_ns: u64,
 ) -> anyhow::Result<()> {
     let changed = feature_tokens(&cfg.features, &cfg.kernel);
     // The glued SPEC form (v7.3+preempt-sync-runtime-fix) keeps the line's words one each.
@@ -230,6 +239,10 @@ fn write_text(
         if changed.is_empty() { "defaults".to_string() } else { changed.join(",") }
     )?;
     writeln!(out, "# reproduce: {}", reproduce(a))?;
+    if max_time_ns == u64::MAX {
+        // The only bound left on a benchmark that ends by itself.
+        writeln!(out, "# limits: none on simulated time; safety bound {} events (--max-events)", a.max_events)?;
+    }
     if per_task {
         writeln!(
             out,
@@ -344,6 +357,7 @@ fn json_report(
 ) -> Value {
     let c = &r.counters;
     let lat = r.wakeup_latency.percentiles();
+    let incomplete = wl.incomplete(r);
     let sysctl = json!({
         "base_slice_ns": cfg.sysctl.base_slice(topo.nr_cpus() as u32),
         "migration_cost_ns": cfg.sysctl.migration_cost_ns,
@@ -388,7 +402,12 @@ fn json_report(
         "patches": patches,
         "sysctl": sysctl,
         "workload": { "name": wl.name, "argv": wl.argv },
-        "metric": { "name": wl.metric_name, "value": (wl.metric)(r), "better": better_name(wl.better) },
+        "metric": {
+            "name": wl.metric_name,
+            "value": if incomplete.is_some() { Value::Null } else { json!((wl.metric)(r)) },
+            "better": better_name(wl.better),
+            "incomplete": incomplete,
+        },
         "background": (wl.background)(r).iter().map(|p| json!({
             "workload": p.workload,
             "metric": { "name": p.metric_name, "value": p.metric, "better": better_name(p.better) },

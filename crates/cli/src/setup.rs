@@ -20,6 +20,19 @@ impl fmt::Display for UserError {
 
 impl std::error::Error for UserError {}
 
+/// A run that stopped before its benchmark finished: no result, exit code 3. The message says
+/// what cut it and how far it got.
+#[derive(Debug)]
+pub struct Incomplete(pub String);
+
+impl fmt::Display for Incomplete {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Incomplete {}
+
 pub fn user<T>(msg: impl Into<String>) -> Result<T, anyhow::Error> {
     Err(UserError(msg.into()).into())
 }

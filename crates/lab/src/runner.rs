@@ -4,10 +4,10 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use sim::config::Limits;
-use sim::engine::{Counters, Sim, SimReport, SimSetup};
+use sim::engine::{Counters, Sim, SimReport, SimSetup, StopReason};
 use sim::ipc::ObjectSpec;
 use sim::kernel::Variant;
-use sim::program::TaskSpec;
+use sim::program::{Op, TaskSpec};
 use sim::topology::Topology;
 
 /// Which way a metric is better.
@@ -31,6 +31,19 @@ pub struct PartMetric {
 /// Computes the background workloads' metrics from a finished run.
 pub type BackgroundMetrics = Box<dyn Fn(&SimReport) -> Vec<PartMetric> + Send + Sync>;
 
+/// How a workload ends by itself, which decides whether a run reached its result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// It sets its own duration (`-T 5`, `--timeout 5`, rt-app's `duration`).
+    Duration(u64),
+    /// It ends when its work is done (`-l 1000`): a time or event limit that comes first cuts
+    /// it short, and it has no result.
+    Work,
+    /// It never ends by itself (a hog without a timeout, rt-app threads looping forever): the
+    /// run's duration is its end.
+    Never,
+}
+
 /// A workload resolved from its command line, ready to simulate.
 pub struct ResolvedWorkload {
     pub name: String,
@@ -39,6 +52,12 @@ pub struct ResolvedWorkload {
     pub objects: Vec<ObjectSpec>,
     /// The workload's own time bound, if it has one.
     pub duration_ns: Option<u64>,
+    pub ending: Ending,
+    /// The foreground workload's tasks that exist from the start (not spawned): the first
+    /// tasks of a run. When they have exited, the foreground's work is done.
+    pub nr_roots: usize,
+    /// Background benchmarks share the run (`--background`).
+    pub has_background: bool,
     pub metric_name: String,
     pub better: Better,
     /// Computes the workload's metric from a finished run.
@@ -197,9 +216,17 @@ fn resolve_main(argv: &[String], background: &[Vec<String>], nr_cpus: u32) -> Re
             return Err("rtapp: expected exactly one argument, the rt-app JSON file: `rtapp FILE.json`".into());
         };
         let app = workload::rtapp::load_rtapp(Path::new(file)).map_err(|e| e.to_string())?;
+        let forever = app.tasks.iter().any(|t| t.ops.iter().any(|op| matches!(op, Op::Loop { count: u32::MAX, .. })));
         return Ok(ResolvedWorkload {
             name: "rtapp".into(),
             argv: argv.to_vec(),
+            ending: match app.duration_ns {
+                Some(d) => Ending::Duration(d),
+                None if forever => Ending::Never,
+                None => Ending::Work,
+            },
+            nr_roots: app.tasks.iter().filter(|t| !t.spawned).count(),
+            has_background: false,
             tasks: app.tasks,
             objects: Vec::new(),
             duration_ns: app.duration_ns,
@@ -232,6 +259,13 @@ fn resolve_main(argv: &[String], background: &[Vec<String>], nr_cpus: u32) -> Re
     Ok(ResolvedWorkload {
         name: main.name.to_string(),
         argv: argv.to_vec(),
+        ending: match merged.duration_ns {
+            Some(d) => Ending::Duration(d),
+            None if main.runs_forever() => Ending::Never,
+            None => Ending::Work,
+        },
+        nr_roots: main.tasks.iter().filter(|t| !t.spawned).count(),
+        has_background: parts.len() > 1,
         tasks: merged.tasks,
         objects: merged.objects,
         duration_ns: merged.duration_ns,
@@ -254,6 +288,53 @@ fn resolve_main(argv: &[String], background: &[Vec<String>], nr_cpus: u32) -> Re
                 .collect()
         }),
     })
+}
+
+impl ResolvedWorkload {
+    /// The simulated-time bound of a run. A workload's own duration wins. One that runs
+    /// forever stops at `duration_ns` (the user's, else `default_ns`). One that ends by itself
+    /// has no time limit unless the user gives one, or unless background benchmarks, which
+    /// never end, share the run.
+    pub fn time_limit(&self, duration_ns: Option<u64>, default_ns: u64) -> u64 {
+        match self.ending {
+            Ending::Duration(d) => d,
+            Ending::Never => duration_ns.unwrap_or(default_ns),
+            Ending::Work if self.has_background => duration_ns.unwrap_or(default_ns),
+            Ending::Work => duration_ns.unwrap_or(u64::MAX),
+        }
+    }
+
+    /// Why a finished simulation has no result for this workload, or `None` if it has one:
+    /// what cut it (`time limit`, `event limit`, deadlock) and how far it got.
+    pub fn incomplete(&self, r: &SimReport) -> Option<String> {
+        let roots = &r.tasks[..self.nr_roots.min(r.tasks.len())];
+        let work_done = roots.iter().all(|t| t.exited);
+        let cut = match (r.stop, self.ending) {
+            (StopReason::AllExited, _) => return None,
+            (_, Ending::Work) if work_done && r.stop != StopReason::Deadlock => return None,
+            (StopReason::TimeLimit, Ending::Duration(_) | Ending::Never) => return None,
+            (StopReason::TimeLimit, Ending::Work) => "the time limit",
+            (StopReason::EventLimit, _) => "the event limit",
+            (StopReason::Deadlock, _) => "a deadlock",
+        };
+        let exited = roots.iter().filter(|t| t.exited).count();
+        Some(format!(
+            "{} did not finish: cut by {cut} at {:.6} simulated s after {} events ({exited} of its {} tasks had exited)",
+            self.name,
+            r.simulated_ns as f64 / 1e9,
+            r.events,
+            roots.len()
+        ))
+    }
+}
+
+/// How the error of [`run_one`] for a run without a result begins (see [`is_incomplete`]).
+pub const INCOMPLETE: &str = "incomplete run: ";
+
+/// Whether a [`run_one`] error is a run cut before its benchmark finished, rather than bad
+/// input: the CLI gives those exit code 3.
+pub fn is_incomplete(error: &str) -> bool {
+    error.starts_with(INCOMPLETE)
 }
 
 /// Everything one run needs.
@@ -344,12 +425,19 @@ pub fn run_one(req: &RunRequest) -> Result<RunRecord, String> {
         sched: req.variant.config.clone(),
         topology: req.topology.clone(),
         seed: req.seed,
-        limits: Limits { max_events: req.max_events, max_time_ns: wl.duration_ns.unwrap_or(req.default_duration_ns) },
+        limits: Limits {
+            max_events: req.max_events,
+            max_time_ns: wl.time_limit(Some(req.default_duration_ns), req.default_duration_ns),
+        },
         tasks,
         objects: wl.objects.clone(),
         check_invariants: false,
     };
     let report = Sim::new(setup)?.run().map_err(|v| v.to_string())?;
+    // No statistics on a run without a result: it is an error the caller shows, not a NaN.
+    if let Some(why) = wl.incomplete(&report) {
+        return Err(format!("{INCOMPLETE}{why}; raise duration or max_events"));
+    }
     let lat = report.wakeup_latency.percentiles();
     Ok(RunRecord {
         variant: req.variant.spec.clone(),

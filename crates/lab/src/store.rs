@@ -105,7 +105,12 @@ pub struct Store {
 }
 
 fn db_err(path: &Path, e: impl std::fmt::Display) -> LabError {
-    LabError::Internal(format!("{}: {e}", path.display()))
+    LabError::Internal(format!("{}: {}", path.display(), one_line(&e.to_string())))
+}
+
+/// SQLite quotes a damaged schema's SQL, newlines and all, in its messages: one line instead.
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// `DIR/results.db` for a directory, the path itself for a file.
@@ -146,8 +151,9 @@ impl Store {
             conn.pragma_update(None, "synchronous", "NORMAL")?;
             conn.pragma_query_value(None, "user_version", |r| r.get(0))
         };
-        let version =
-            setup().map_err(|e| LabError::Input(format!("{}: not a results database: {e}", path.display())))?;
+        let version = setup().map_err(|e| {
+            LabError::Input(format!("{}: not a results database: {}", path.display(), one_line(&e.to_string())))
+        })?;
         match version {
             0 => {
                 let tables: i64 = conn

@@ -207,6 +207,15 @@ impl Context<'_> {
                 return Err(self.invalid(entry.id.span().start, "id", message));
             }
         }
+        // Node ids index the distance matrix: one beyond the CPU count cannot be a real node
+        // (and u32::MAX would overflow the node count).
+        for entry in &order {
+            let node = *entry.node.get_ref();
+            if node as usize >= order.len() {
+                let message = format!("node {node} with {} CPUs: node ids must be below the CPU count", order.len());
+                return Err(self.invalid(entry.node.span().start, "node", message));
+            }
+        }
         let cpus = order
             .iter()
             .map(|entry| CpuTopo {

@@ -189,3 +189,12 @@ fn missing_file_names_the_path() {
     assert!(matches!(error, MachineError::Read { .. }));
     assert!(error.to_string().contains("machine-test-no-such-topology.toml"), "{error}");
 }
+
+/// Found by the topology fuzz target: a node id of u32::MAX overflowed the node count.
+#[test]
+fn node_id_beyond_the_cpus_names_its_line() {
+    let text = SMT_PAIR.replacen("node = 0", "node = 4294967295", 1);
+    let e = error(&text).to_string();
+    assert!(e.contains("test.toml:11: field `node`"), "{e}");
+    assert!(e.contains("node ids must be below the CPU count"), "{e}");
+}

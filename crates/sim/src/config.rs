@@ -207,6 +207,12 @@ pub struct Behavior {
     pub yield_forfeits_vruntime: bool,
     /// Load-balancing version differences (`engine/balance`).
     pub balance: BalanceVariant,
+    /// 7.2.12/7.3.4: an hrtick started inside `__schedule()` is only noted
+    /// (`HRTICK_SCHED_START`) and programmed by `hrtick_schedule_exit()` from
+    /// `finish_lock_switch()`, i.e. after the context switch (core.c 7.3.4 l.970, l.1007,
+    /// l.5263), so it expires the request's length after the switch ends while the task's
+    /// runtime counts from the pick. 6.12.117 `hrtick_start()` programs the timer at once.
+    pub hrtick_armed_after_switch: bool,
 }
 
 /// Where the load balancer of a version differs (fair.c of 6.12.117, 7.2.12, 7.3.4).
@@ -242,6 +248,7 @@ impl Behavior {
             newidle_always_roll: false,
             yield_forfeits_vruntime: true,
             balance: BalanceVariant::V7_3,
+            hrtick_armed_after_switch: true,
         }
     }
 }

@@ -125,6 +125,9 @@ fn v6_19() -> SchedConfig {
     c.behavior.newidle_always_roll = true;
     // 7.2.12 requeue_delayed_entity() starts with update_curr(); 6.12.117 has none.
     c.behavior.requeue_updates_curr = false;
+    // The deferred hrtick programming of 7.2.12 is not in 6.12.117 (hrtick_start() programs
+    // the timer at once); when between the two it came is not checked.
+    c.behavior.hrtick_armed_after_switch = false;
     c
 }
 
@@ -278,7 +281,7 @@ pub struct Variant {
 /// and `key=value` tokens (sysctls, `preempt=`, `hz=`), separated by spaces or commas. Without
 /// a preset the tokens apply on top of `base` (or v7.3 when there is none).
 pub fn parse_spec(spec: &str, base: Option<&Variant>) -> Result<Variant, SpecError> {
-    let mut tokens = spec.split([' ', ',']).filter(|t| !t.is_empty()).peekable();
+    let mut tokens = spec.split(|c: char| c.is_whitespace() || c == ',').filter(|t| !t.is_empty()).peekable();
     let (mut config, mut patches) = match tokens.peek().and_then(|t| preset(t)) {
         Some(p) => {
             tokens.next();

@@ -126,6 +126,15 @@ impl fmt::Display for Location {
     }
 }
 
+/// Text from the file as an error may quote it: control characters (a JSON `"\n"` in a key)
+/// escaped, so the message stays one line.
+fn one_line(s: &str) -> String {
+    if !s.chars().any(char::is_control) {
+        return s.to_string();
+    }
+    s.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
+}
+
 /// Why an rt-app file could not be imported. Every message is a single line that starts with
 /// the origin (and `line:column` when known).
 #[derive(Debug, thiserror::Error)]
@@ -602,16 +611,16 @@ impl Cx<'_> {
     }
 
     fn invalid(&self, path: &str, key_end: Option<usize>, message: String) -> RtAppError {
-        RtAppError::Invalid { at: self.location(path, key_end), message }
+        RtAppError::Invalid { at: self.location(path, key_end), message: one_line(&message) }
     }
 
     fn unsupported(&self, path: &str, m: &Member, what: String, reason: &'static str) -> RtAppError {
-        RtAppError::Unsupported { at: self.location(path, Some(m.key_end)), what, reason }
+        RtAppError::Unsupported { at: self.location(path, Some(m.key_end)), what: one_line(&what), reason }
     }
 
     fn unknown(&self, path: &str, m: &Member, what: &'static str, expected: &'static str) -> RtAppError {
         let at = self.location(path, Some(m.key_end));
-        RtAppError::Unknown { at, what, key: m.key.clone(), expected }
+        RtAppError::Unknown { at, what, key: one_line(&m.key), expected }
     }
 
     fn wrong_type(&self, path: &str, m: &Member, expected: &str) -> RtAppError {

@@ -337,7 +337,13 @@ impl Sim {
             self.wakeup_latency.record(now - since);
         }
         if let Some(d) = delay {
-            self.hrtick_start(cpu, d);
+            // hrtick_schedule_exit() (core.c v7.3.4) programs the timer once the switch-in
+            // path is done: the request's length counts from there, while the runtime counts
+            // from the pick, so the hrtick finds the request used up. Programmed at the pick,
+            // a truncated delay of a non-nice-0 task expires a nanosecond short of the
+            // deadline and the pick keeps the still-protected task.
+            let after = if self.params.behavior.hrtick_armed_after_switch { cost } else { 0 };
+            self.hrtick_start(cpu, after + d);
         }
         self.resched_request(cpu, req, Origin::LocalTask, Cause::Tick);
         self.ensure_tick(cpu);

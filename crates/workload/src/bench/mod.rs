@@ -259,6 +259,13 @@ impl BenchWorkload {
         }
     }
 
+    /// Whether the benchmark runs until it is stopped: stress-ng without `--timeout` and
+    /// schbench with `-r 0` have no end of their own, so the run's duration is their end; every
+    /// other benchmark without a duration ends when its work is done.
+    pub fn runs_forever(&self) -> bool {
+        self.duration_ns.is_none() && matches!(self.params, BenchParams::StressNg(_) | BenchParams::Schbench(_))
+    }
+
     /// What the real tool prints for this run, line for line (stdout and stderr lines in the
     /// order the tool writes them), each line ending in `\n`.
     pub fn format_output(&self, r: &SimReport) -> String {

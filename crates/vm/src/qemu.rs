@@ -1,0 +1,150 @@
+//! One boot: `qemu-system-x86_64` with the kernel and initramfs, the serial console captured
+//! from its stdout, killed by its own pid on timeout (and by [`crate::cleanup::interrupt`] on
+//! Ctrl-C/SIGTERM).
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::VmError;
+use crate::guest::MARK;
+
+/// How the guest's CPUs are executed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Accel {
+    /// KVM when `/dev/kvm` answers, TCG otherwise.
+    Auto,
+    Kvm,
+    /// qemu's emulator, one host thread per vCPU (`-accel tcg,thread=multi`).
+    Tcg,
+}
+
+impl Accel {
+    /// [`Accel::Auto`] decided: KVM when `/dev/kvm` opens read-write and answers
+    /// `KVM_GET_API_VERSION` with 12 (the stable API).
+    pub fn resolve(self) -> Accel {
+        match self {
+            Accel::Auto if kvm_works() => Accel::Kvm,
+            Accel::Auto => Accel::Tcg,
+            a => a,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Accel::Auto => "auto",
+            Accel::Kvm => "KVM",
+            Accel::Tcg => "TCG (emulation, no KVM: CPU work runs 20-50x slower than native)",
+        }
+    }
+}
+
+fn kvm_works() -> bool {
+    use std::os::fd::AsRawFd;
+    let Ok(f) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/kvm") else {
+        return false;
+    };
+    // KVM_GET_API_VERSION = _IO(0xAE, 0x00)
+    // SAFETY: an argument-less ioctl on a file descriptor we own.
+    let v = unsafe { libc::ioctl(f.as_raw_fd(), 0xAE00 as _, 0) };
+    v == 12
+}
+
+/// What one boot left on the console.
+#[derive(Debug)]
+pub struct Boot {
+    pub lines: Vec<String>,
+    /// Host seconds from qemu's start to the guest agent's first line (kernel boot and
+    /// initramfs unpacking).
+    pub boot_secs: Option<f64>,
+    pub total_secs: f64,
+    pub timed_out: bool,
+}
+
+pub fn qemu_binary() -> Result<&'static str, VmError> {
+    let bin = "qemu-system-x86_64";
+    let found =
+        std::env::var_os("PATH").map(|p| std::env::split_paths(&p).any(|d| d.join(bin).is_file())).unwrap_or(false);
+    if found {
+        Ok(bin)
+    } else {
+        Err(VmError::Usage(format!("{bin} is not installed: install it with `apt-get install qemu-system-x86`")))
+    }
+}
+
+/// The qemu command line for one boot.
+pub fn command(accel: Accel, nr_cpus: u32, kernel: &Path, initrd: &Path, append: &str) -> Result<Command, VmError> {
+    let mut c = Command::new(qemu_binary()?);
+    match accel {
+        Accel::Kvm => c.args(["-accel", "kvm", "-cpu", "host"]),
+        _ => c.args(["-accel", "tcg,thread=multi"]),
+    };
+    c.arg("-smp")
+        .arg(nr_cpus.to_string())
+        .args(["-m", "512M", "-nographic", "-nic", "none", "-no-reboot", "-kernel"])
+        .arg(kernel)
+        .arg("-initrd")
+        .arg(initrd)
+        .arg("-append")
+        .arg(append);
+    Ok(c)
+}
+
+/// Runs `cmd` to its end or `timeout`; every console line is also passed to `echo` (progress).
+pub fn boot(mut cmd: Command, timeout: Duration, echo: &(dyn Fn(&str) + Sync)) -> Result<Boot, VmError> {
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let start = Instant::now();
+    let mut child = cmd.spawn().map_err(|e| VmError::System(format!("starting qemu: {e}")))?;
+    let pid = child.id();
+    crate::cleanup::register_pid(pid);
+    let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+    let first_mark = Arc::new(Mutex::new(None::<f64>));
+    let stdout = child.stdout.take().expect("piped stdout");
+    let stderr = child.stderr.take().expect("piped stderr");
+    let result = std::thread::scope(|s| {
+        let (l, fm) = (lines.clone(), first_mark.clone());
+        s.spawn(move || {
+            let mut r = BufReader::new(stdout);
+            let mut buf = Vec::new();
+            while r.read_until(b'\n', &mut buf).map(|n| n > 0).unwrap_or(false) {
+                let line = String::from_utf8_lossy(&buf).trim_end_matches(['\r', '\n']).to_string();
+                buf.clear();
+                if line.starts_with(MARK) {
+                    fm.lock().unwrap().get_or_insert(start.elapsed().as_secs_f64());
+                }
+                echo(&line);
+                l.lock().unwrap().push(line);
+            }
+        });
+        let l = lines.clone();
+        s.spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                l.lock().unwrap().push(format!("qemu: {line}"));
+            }
+        });
+        loop {
+            match child.try_wait() {
+                Ok(Some(_)) => break Ok(false),
+                Ok(None) if start.elapsed() >= timeout => {
+                    // By pid: the Child still owns it (not reaped), so it is our qemu.
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break Ok(true);
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+                Err(e) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break Err(VmError::System(format!("waiting for qemu: {e}")));
+                }
+            }
+        }
+    });
+    crate::cleanup::unregister_pid(pid);
+    let timed_out = result?;
+    let lines = std::mem::take(&mut *lines.lock().unwrap());
+    let boot_secs = *first_mark.lock().unwrap();
+    Ok(Boot { lines, boot_secs, total_secs: start.elapsed().as_secs_f64(), timed_out })
+}

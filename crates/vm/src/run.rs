@@ -1,0 +1,342 @@
+//! `schedlab vm run`: one boot per variant (retried once in a fresh boot when the guest
+//! oopses), each running the workload `runs` times in the guest, and the per-variant table.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::VmError;
+use crate::console::{self, GuestRun};
+use crate::guest;
+use crate::initramfs;
+use crate::kernel::{self, Kernel, KernelSource};
+use crate::qemu::{self, Accel};
+
+/// The kernel command line: the serial console; warnings and worse only (so kernel messages
+/// rarely split the agent's lines); an oops panics and a panic exits qemu at once
+/// (`-no-reboot`); schedstats on, so `/proc/<tid>/sched` has the wakeup counters; the TSC
+/// trusted as the clocksource, as in the ground truth's guests.
+pub const APPEND: &str = "console=ttyS0 loglevel=4 panic=-1 oops=panic schedstats=enable tsc=reliable";
+
+/// A variant: `default` (the kernel's own features) or feature tokens to write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Variant {
+    pub name: String,
+    pub features: Vec<String>,
+}
+
+impl Variant {
+    /// `default`, or `TOKEN[,TOKEN...]` (e.g. `NO_WAKEUP_PREEMPTION`).
+    pub fn parse(spec: &str) -> Result<Variant, VmError> {
+        if spec == "default" {
+            return Ok(Variant { name: spec.into(), features: vec![] });
+        }
+        let features: Vec<String> = spec.split(',').map(|t| t.trim().to_string()).collect();
+        if let Some(bad) = features.iter().find(|t| !guest::valid_feature_token(t)) {
+            return Err(VmError::Usage(format!(
+                "--variant {spec}: {bad:?} is not a feature token (NAME or NO_NAME in capitals, as /sys/kernel/debug/sched/features lists them)"
+            )));
+        }
+        Ok(Variant { name: spec.into(), features })
+    }
+}
+
+/// `smp:N`, the only topology this slice boots (one socket, N cores, no SMT, one node).
+pub fn parse_topology(spec: &str) -> Result<u32, VmError> {
+    let n = spec.strip_prefix("smp:").and_then(|n| n.parse::<u32>().ok());
+    match n {
+        Some(n @ 1..=64) => Ok(n),
+        _ => Err(VmError::Usage(format!(
+            "--topology {spec}: a vm guest takes smp:N (N = 1..64) only; presets with sockets, SMT or NUMA nodes are not booted yet"
+        ))),
+    }
+}
+
+pub struct VmOptions {
+    pub kernel: KernelSource,
+    pub nr_cpus: u32,
+    pub variants: Vec<Variant>,
+    pub runs: u32,
+    pub workload: Vec<String>,
+    pub accel: Accel,
+    /// Per boot.
+    pub timeout: Duration,
+    /// The schedlab binary to put in the guest (the running one, for the cli).
+    pub schedlab_bin: PathBuf,
+    /// Called with progress lines (and every console line when `verbose`).
+    pub verbose: bool,
+}
+
+#[derive(Debug)]
+pub struct VariantResult {
+    pub variant: Variant,
+    pub features: String,
+    pub boot_secs: Option<f64>,
+    pub total_secs: f64,
+    pub runs: Vec<GuestRun>,
+    /// Oopses that were retried, with their console tails.
+    pub retried: Vec<String>,
+}
+
+#[derive(Debug)]
+pub struct VmReport {
+    pub kernel: Kernel,
+    pub accel: Accel,
+    pub release: String,
+    pub online: String,
+    pub initramfs_bytes: u64,
+    pub tools: Vec<String>,
+    pub variants: Vec<VariantResult>,
+}
+
+/// Boots once per variant (a second, fresh boot when the first oopses) and collects the
+/// guest's counters. `note` receives progress messages for stderr.
+pub fn run(opts: &VmOptions, note: &(dyn Fn(&str) + Sync)) -> Result<VmReport, VmError> {
+    if opts.runs == 0 {
+        return Err(VmError::Usage("--runs 0: at least one repetition".into()));
+    }
+    if opts.workload.is_empty() {
+        return Err(VmError::Usage("no workload given (e.g. `hackbench -p -g 1 -l 20`)".into()));
+    }
+    qemu::qemu_binary()?;
+    let kernel = kernel::resolve(&opts.kernel)?;
+    let accel = opts.accel.resolve();
+    note(&format!("vm: kernel {}, {} vCPUs, accelerator {}", kernel.label, opts.nr_cpus, accel.name()));
+    let mut out = VmReport {
+        kernel,
+        accel,
+        release: String::new(),
+        online: String::new(),
+        initramfs_bytes: 0,
+        tools: vec![],
+        variants: vec![],
+    };
+    for v in &opts.variants {
+        let tmp = crate::cleanup::TempDir::new("initramfs")?;
+        let init = guest::init_script(&v.features, opts.runs, &opts.workload);
+        let built = initramfs::build(tmp.path(), &init, &opts.schedlab_bin)?;
+        out.initramfs_bytes = built.bytes;
+        out.tools = built.tools.clone();
+        let mut retried = vec![];
+        let result = loop {
+            let cmd = qemu::command(accel, opts.nr_cpus, &out.kernel.image, &built.path, APPEND)?;
+            note(&format!("vm: booting for variant {} ({} runs)", v.name, opts.runs));
+            let echo = |l: &str| {
+                if opts.verbose {
+                    note(l)
+                }
+            };
+            let boot = qemu::boot(cmd, opts.timeout, &echo)?;
+            if crate::cleanup::interrupted() {
+                return Err(VmError::System("interrupted".into()));
+            }
+            let c = console::parse(&boot.lines);
+            if let Some(at) = c.oops_at {
+                let tail = console::tail(&boot.lines[..(at + 40).min(boot.lines.len())], 60);
+                if retried.is_empty() {
+                    note(&format!(
+                        "vm: the guest oopsed (variant {}); retrying in a fresh boot. Console:\n{tail}",
+                        v.name
+                    ));
+                    retried.push(tail);
+                    continue;
+                }
+                return Err(VmError::Guest(format!("the guest oopsed twice (variant {}); console:\n{tail}", v.name)));
+            }
+            if boot.timed_out {
+                return Err(VmError::Guest(format!(
+                    "the guest did not finish within {} s (variant {}); qemu was killed; console tail:\n{}",
+                    opts.timeout.as_secs(),
+                    v.name,
+                    console::tail(&boot.lines, 30)
+                )));
+            }
+            if let Some(e) = c.errors.first() {
+                let msg = format!("--variant {}: {e}", v.name);
+                // A feature the kernel does not have is the user's to fix (exit 2).
+                return Err(if e.starts_with("unknown feature") {
+                    VmError::Usage(msg)
+                } else {
+                    VmError::Guest(format!("guest agent: {msg}"))
+                });
+            }
+            if !c.ended {
+                return Err(VmError::Guest(format!(
+                    "the guest stopped before its agent finished (variant {}); console tail:\n{}",
+                    v.name,
+                    console::tail(&boot.lines, 30)
+                )));
+            }
+            let mut runs = vec![];
+            for r in c.runs {
+                runs.push(r.map_err(|e| VmError::Guest(format!("variant {}: {e}", v.name)))?);
+            }
+            if runs.len() != opts.runs as usize {
+                return Err(VmError::Guest(format!(
+                    "variant {}: {} of {} runs reported",
+                    v.name,
+                    runs.len(),
+                    opts.runs
+                )));
+            }
+            out.release = c.release.unwrap_or_default();
+            out.online = c.online.unwrap_or_default();
+            break VariantResult {
+                variant: v.clone(),
+                features: c.features.unwrap_or_default(),
+                boot_secs: boot.boot_secs,
+                total_secs: boot.total_secs,
+                runs,
+                retried,
+            };
+        };
+        note(&format!(
+            "vm: variant {} done in {:.1} s (boot {:.1} s)",
+            v.name,
+            result.total_secs,
+            result.boot_secs.unwrap_or(f64::NAN)
+        ));
+        out.variants.push(result);
+    }
+    Ok(out)
+}
+
+/// Median, min and max.
+fn mmm(mut xs: Vec<f64>) -> (f64, f64, f64) {
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    let med = if n % 2 == 1 { xs[n / 2] } else { (xs[n / 2 - 1] + xs[n / 2]) / 2.0 };
+    (med, xs[0], xs[n - 1])
+}
+
+fn cell(xs: Vec<f64>, prec: usize) -> String {
+    if xs.iter().any(|x| x.is_nan()) {
+        return "n/a".into();
+    }
+    let (m, lo, hi) = mmm(xs);
+    if lo == hi { format!("{m:.prec$}") } else { format!("{m:.prec$} ({lo:.prec$}-{hi:.prec$})") }
+}
+
+impl VmReport {
+    /// The report as one JSON object: the kernel, the accelerator and, per variant, the
+    /// features read back and each run's counters.
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::json;
+        let (hz, preempt) = self.kernel.sched_config();
+        json!({
+            "kernel": self.kernel.label,
+            "release": self.release,
+            "online": self.online,
+            "accel": if self.accel == Accel::Kvm { "kvm" } else { "tcg" },
+            "hz": hz,
+            "preempt": preempt,
+            "tools": self.tools,
+            "variants": self.variants.iter().map(|v| json!({
+                "variant": v.variant.name,
+                "features": v.features,
+                "boot_secs": v.boot_secs,
+                "total_secs": v.total_secs,
+                "oopses_retried": v.retried.len(),
+                "runs": v.runs.iter().map(|r| json!({
+                    "ops": r.ops,
+                    "op": r.op,
+                    "nr_switches": r.switches,
+                    "nr_involuntary_switches": r.involuntary,
+                    "nr_wakeups": r.wakeups,
+                    "nr_migrations": r.migrations,
+                    "metric": {"name": r.metric_name, "value": r.metric},
+                })).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+        })
+    }
+
+    /// The per-variant table: medians over the runs, min-max in parentheses.
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        let (hz, preempt) = self.kernel.sched_config();
+        let _ = writeln!(
+            s,
+            "# schedlab vm: {} (release {}), vCPUs online {}, {}, HZ {}, preempt {} (built-in default)",
+            self.kernel.label,
+            self.release,
+            self.online,
+            self.accel.name(),
+            hz.map_or("?".into(), |h| h.to_string()),
+            preempt.unwrap_or("?")
+        );
+        let _ = writeln!(
+            s,
+            "# guest tools: {}",
+            if self.tools.is_empty() { "none (schedlab's built-in workers)".into() } else { self.tools.join(", ") }
+        );
+        let Some(first) = self.variants.first().and_then(|v| v.runs.first()) else { return s };
+        let _ = writeln!(
+            s,
+            "# per {}; median (min-max) over {} runs; {} in the guest's emulated time",
+            first.op,
+            first_runs(self),
+            first.metric_name
+        );
+        let _ = writeln!(
+            s,
+            "{:<28} {:>26} {:>22} {:>24} {:>26} {:>28}",
+            "variant", "switches/op", "invol_share", "wakeups/op", "migrations/op", first.metric_name
+        );
+        for v in &self.variants {
+            let r = &v.runs;
+            let _ = writeln!(
+                s,
+                "{:<28} {:>26} {:>22} {:>24} {:>26} {:>28}",
+                v.variant.name,
+                cell(r.iter().map(|x| x.per_op(x.switches)).collect(), 4),
+                cell(r.iter().map(|x| x.involuntary as f64 / x.switches.max(1) as f64).collect(), 3),
+                cell(r.iter().map(|x| x.wakeups.map_or(f64::NAN, |w| x.per_op(w))).collect(), 4),
+                cell(r.iter().map(|x| x.per_op(x.migrations)).collect(), 5),
+                cell(r.iter().map(|x| x.metric).collect(), 4),
+            );
+        }
+        for v in &self.variants {
+            let _ = writeln!(
+                s,
+                "# {}: boot {} s, {:.1} s in all; features read back: {}",
+                v.variant.name,
+                v.boot_secs.map_or("?".into(), |b| format!("{b:.1}")),
+                v.total_secs,
+                v.features
+            );
+            for _ in &v.retried {
+                let _ = writeln!(s, "# {}: the first boot oopsed and was retried", v.variant.name);
+            }
+        }
+        s
+    }
+}
+
+fn first_runs(r: &VmReport) -> usize {
+    r.variants.first().map_or(0, |v| v.runs.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_are_checked() {
+        assert_eq!(parse_topology("smp:2").unwrap(), 2);
+        assert!(matches!(parse_topology("2s4c"), Err(VmError::Usage(_))));
+        assert!(matches!(parse_topology("smp:0"), Err(VmError::Usage(_))));
+        assert_eq!(
+            Variant::parse("NO_WAKEUP_PREEMPTION,PLACE_LAG").unwrap().features,
+            ["NO_WAKEUP_PREEMPTION", "PLACE_LAG"]
+        );
+        assert!(Variant::parse("default").unwrap().features.is_empty());
+        assert!(matches!(Variant::parse("no_wakeup"), Err(VmError::Usage(_))));
+    }
+
+    #[test]
+    fn cells_are_median_min_max() {
+        assert_eq!(cell(vec![3.0, 1.0, 2.0], 1), "2.0 (1.0-3.0)");
+        assert_eq!(cell(vec![2.0, 2.0], 2), "2.00");
+        assert_eq!(cell(vec![f64::NAN], 2), "n/a");
+    }
+}
