@@ -88,6 +88,13 @@ pub struct ValidateArgs {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Validate against a real kernel under qemu instead of this machine's: a Debian kernel
+    /// package or a kernel image path. The model then runs the guest's kernel with the costs
+    /// `schedlab calibrate` measures in the guest (or --cost-file's).
+    #[arg(long, value_name = "KERNEL")]
+    pub vm: Option<String>,
+    #[command(flatten)]
+    pub vm_opts: crate::vm_cmd::VmBootArgs,
     /// The workload and its own flags.
     #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "WORKLOAD")]
     pub workload: Vec<String>,
@@ -130,25 +137,17 @@ fn native_error(e: NativeError) -> anyhow::Error {
 /// machine's kernel (a note on stderr when it is not exact), with the host's HZ and preemption
 /// model when they can be read.
 pub fn host_kernel_config() -> anyhow::Result<sim::config::SchedConfig> {
-    let m = match native::host_kernel_preset() {
-        Ok(m) => m,
-        Err(e) => return user(format!("--kernel host: {e}")),
-    };
-    if let Some(note) = m.note() {
-        eprintln!("schedlab: {note}");
-    }
-    let mut cfg = sim::kernel::preset(m.preset).expect("a preset from KERNELS").config();
     let h = native::host::host_sched();
-    if let Some(hz) = h.hz {
-        cfg.hz = hz;
-    }
-    if let Some(p) = &h.preempt {
-        match sim::config::PreemptModel::parse(p) {
-            Some(model) => cfg.preempt = model,
-            None => eprintln!("schedlab: --kernel host: preemption model `{p}` is not modelled; using the preset's"),
+    let release = native::host::host_release().map_err(|e| UserError(format!("--kernel host: {e}")))?;
+    match native::host::model_config(&release, h.hz, h.preempt.as_deref()) {
+        Ok((cfg, _, notes)) => {
+            for n in notes {
+                eprintln!("schedlab: {n}");
+            }
+            Ok(cfg)
         }
+        Err(e) => user(format!("--kernel host: {e}")),
     }
-    Ok(cfg)
 }
 
 fn parse_pin(pin: &Option<String>) -> anyhow::Result<Option<Vec<u32>>> {
@@ -462,6 +461,10 @@ fn json_report(
 }
 
 pub fn validate(a: &ValidateArgs) -> anyhow::Result<()> {
+    if let Some(kernel) = &a.vm {
+        return crate::vm_cmd::validate_vm(a, kernel);
+    }
+    a.vm_opts.refuse_without_vm()?;
     install_interrupt_handler();
     if a.runs == 0 {
         return user("--runs: must be at least 1");

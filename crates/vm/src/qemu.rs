@@ -52,10 +52,13 @@ fn kvm_works() -> bool {
     v == 12
 }
 
-/// What one boot left on the console.
+/// What one boot left on the console and the agent's port.
 #[derive(Debug)]
 pub struct Boot {
+    /// The kernel console (ttyS0), with qemu's own stderr lines prefixed `qemu: `.
     pub lines: Vec<String>,
+    /// The agent's port (ttyS1).
+    pub agent: Vec<String>,
     /// Host seconds from qemu's start to the guest agent's first line (kernel boot and
     /// initramfs unpacking).
     pub boot_secs: Option<f64>,
@@ -74,8 +77,15 @@ pub fn qemu_binary() -> Result<&'static str, VmError> {
     }
 }
 
-/// The qemu command line for one boot.
-pub fn command(accel: Accel, nr_cpus: u32, kernel: &Path, initrd: &Path, append: &str) -> Result<Command, VmError> {
+/// The qemu command line for one boot: ttyS0 on qemu's stdout, ttyS1 into `agent_out`.
+pub fn command(
+    accel: Accel,
+    nr_cpus: u32,
+    kernel: &Path,
+    initrd: &Path,
+    append: &str,
+    agent_out: &Path,
+) -> Result<Command, VmError> {
     let mut c = Command::new(qemu_binary()?);
     match accel {
         Accel::Kvm => c.args(["-accel", "kvm", "-cpu", "host"]),
@@ -83,7 +93,10 @@ pub fn command(accel: Accel, nr_cpus: u32, kernel: &Path, initrd: &Path, append:
     };
     c.arg("-smp")
         .arg(nr_cpus.to_string())
-        .args(["-m", "512M", "-nographic", "-nic", "none", "-no-reboot", "-kernel"])
+        .args(["-m", "512M", "-display", "none", "-vga", "none", "-monitor", "none", "-serial", "stdio"])
+        .arg("-serial")
+        .arg(format!("file:{}", agent_out.display()))
+        .args(["-nic", "none", "-no-reboot", "-kernel"])
         .arg(kernel)
         .arg("-initrd")
         .arg(initrd)
@@ -92,8 +105,14 @@ pub fn command(accel: Accel, nr_cpus: u32, kernel: &Path, initrd: &Path, append:
     Ok(c)
 }
 
-/// Runs `cmd` to its end or `timeout`; every console line is also passed to `echo` (progress).
-pub fn boot(mut cmd: Command, timeout: Duration, echo: &(dyn Fn(&str) + Sync)) -> Result<Boot, VmError> {
+/// Runs `cmd` (from [`command`], whose agent file is `agent_out`) to its end or `timeout`;
+/// every console line is also passed to `echo` (progress).
+pub fn boot(
+    mut cmd: Command,
+    timeout: Duration,
+    echo: &(dyn Fn(&str) + Sync),
+    agent_out: &Path,
+) -> Result<Boot, VmError> {
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let start = Instant::now();
     let mut child = cmd.spawn().map_err(|e| VmError::System(format!("starting qemu: {e}")))?;
@@ -146,5 +165,9 @@ pub fn boot(mut cmd: Command, timeout: Duration, echo: &(dyn Fn(&str) + Sync)) -
     let timed_out = result?;
     let lines = std::mem::take(&mut *lines.lock().unwrap());
     let boot_secs = *first_mark.lock().unwrap();
-    Ok(Boot { lines, boot_secs, total_secs: start.elapsed().as_secs_f64(), timed_out })
+    // The serial port's bytes as the guest wrote them: "\r\n" line ends (the tty's ONLCR).
+    let agent = std::fs::read(agent_out)
+        .map(|b| String::from_utf8_lossy(&b).lines().map(|l| l.trim_end_matches('\r').to_string()).collect())
+        .unwrap_or_default();
+    Ok(Boot { lines, agent, boot_secs, total_secs: start.elapsed().as_secs_f64(), timed_out })
 }
