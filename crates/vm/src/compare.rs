@@ -294,8 +294,9 @@ fn label(i: usize) -> String {
 fn origin(req: &CompareRequest, s: &Session, release: &str, unmeasured: &[&str]) -> Origin {
     let (hz, preempt) = s.kernel.sched_config();
     let mut reproduce = format!(
-        "schedlab compare --vm {} --topology smp:{} --seed {} --runs {} --warmup {}",
+        "schedlab compare --vm {} --accel {} --topology smp:{} --seed {} --runs {} --warmup {}",
         lab::words::quote(&req.vm_arg),
+        if s.accel == crate::Accel::Kvm { "kvm" } else { "tcg" },
         s.nr_cpus,
         req.seed,
         req.runs,

@@ -64,6 +64,15 @@ pub struct Boot {
     pub boot_secs: Option<f64>,
     pub total_secs: f64,
     pub timed_out: bool,
+    /// qemu's report that KVM could not run the guest ("emulation failure", "KVM internal
+    /// error"): qemu then pauses the VM forever, so it was killed at once.
+    pub kvm_failed: Option<String>,
+}
+
+/// qemu's stderr lines that mean KVM stopped the guest for good (a nested or partial KVM that
+/// answers `/dev/kvm` but cannot emulate an instruction the guest uses).
+fn is_kvm_failure(line: &str) -> bool {
+    line.contains("emulation failure") || line.contains("KVM internal error")
 }
 
 pub fn qemu_binary() -> Result<&'static str, VmError> {
@@ -120,6 +129,7 @@ pub fn boot(
     crate::cleanup::register_pid(pid);
     let lines = Arc::new(Mutex::new(Vec::<String>::new()));
     let first_mark = Arc::new(Mutex::new(None::<f64>));
+    let kvm_failed = Arc::new(Mutex::new(None::<String>));
     let stdout = child.stdout.take().expect("piped stdout");
     let stderr = child.stderr.take().expect("piped stderr");
     let result = std::thread::scope(|s| {
@@ -137,15 +147,23 @@ pub fn boot(
                 l.lock().unwrap().push(line);
             }
         });
-        let l = lines.clone();
+        let (l, kf) = (lines.clone(), kvm_failed.clone());
         s.spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if is_kvm_failure(&line) {
+                    kf.lock().unwrap().get_or_insert(line.clone());
+                }
                 l.lock().unwrap().push(format!("qemu: {line}"));
             }
         });
         loop {
             match child.try_wait() {
                 Ok(Some(_)) => break Ok(false),
+                Ok(None) if kvm_failed.lock().unwrap().is_some() => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break Ok(false);
+                }
                 Ok(None) if start.elapsed() >= timeout => {
                     // By pid: the Child still owns it (not reaped), so it is our qemu.
                     let _ = child.kill();
@@ -169,5 +187,6 @@ pub fn boot(
     let agent = std::fs::read(agent_out)
         .map(|b| String::from_utf8_lossy(&b).lines().map(|l| l.trim_end_matches('\r').to_string()).collect())
         .unwrap_or_default();
-    Ok(Boot { lines, agent, boot_secs, total_secs: start.elapsed().as_secs_f64(), timed_out })
+    let kvm_failed = kvm_failed.lock().unwrap().take();
+    Ok(Boot { lines, agent, boot_secs, total_secs: start.elapsed().as_secs_f64(), timed_out, kvm_failed })
 }

@@ -105,6 +105,8 @@ pub fn run(opts: &VmOptions, note: &(dyn Fn(&str) + Sync)) -> Result<VmReport, V
         };
         note(&format!("vm: booting for variant {} ({} runs)", v.name, opts.runs));
         let b = session.boot(&plan, &format!("--variant {}", v.name), note)?;
+        // The accelerator actually used (auto falls back to TCG when KVM fails).
+        out.accel = session.accel;
         out.release = b.console.release.clone().unwrap_or_default();
         out.online = b.console.online.clone().unwrap_or_default();
         let result = VariantResult {

@@ -36,6 +36,8 @@ pub struct SessionOptions {
 pub struct Session {
     pub kernel: Kernel,
     pub accel: Accel,
+    /// The accelerator was chosen (`--accel auto`): a KVM that fails falls back to TCG.
+    auto: bool,
     pub nr_cpus: u32,
     timeout: Duration,
     verbose: bool,
@@ -67,6 +69,7 @@ impl Session {
         Ok(Session {
             kernel,
             accel,
+            auto: opts.accel == Accel::Auto,
             nr_cpus: opts.nr_cpus,
             timeout: opts.timeout,
             verbose: opts.verbose,
@@ -109,6 +112,18 @@ impl Session {
             }
             if verbose {
                 boot.agent.iter().for_each(|l| note(l));
+            }
+            if let Some(why) = &boot.kvm_failed {
+                if self.auto && self.accel == Accel::Kvm {
+                    note(&format!(
+                        "vm: KVM cannot run this guest here (qemu: {why}); falling back to TCG (emulation) for this and every later boot"
+                    ));
+                    self.accel = Accel::Tcg;
+                    continue;
+                }
+                return Err(VmError::System(format!(
+                    "KVM cannot run this guest here (qemu: {why}; qemu was killed); use --accel tcg"
+                )));
             }
             let c = console::parse(&boot.lines, &boot.agent);
             if let Some(at) = c.oops_at {

@@ -196,37 +196,46 @@ pub fn validate(req: &ValidateRequest, note: &(dyn Fn(&str) + Sync)) -> Result<V
 impl VmValidation {
     /// The header and the side-by-side table (guest against model), within 100 columns.
     pub fn render(&self, workload: &[String]) -> String {
-        let mut s = format!(
-            "# validate --vm {} (release {}): {} guest boots vs {} simulated seeds, {} vCPUs, {}\n",
-            self.kernel_label,
-            self.release,
-            self.guest.len(),
-            self.sim.len(),
-            self.nr_cpus,
-            self.accel
-        );
-        s += &format!("# workload: {}\n", lab::words::join(workload));
-        s += &format!(
-            "# guest: one measured run per boot after {} warm-up run(s) discarded; tools in the guest: {}\n",
-            self.warmup,
-            if self.tools.is_empty() {
-                "none (schedlab's built-in workers)".to_string()
-            } else {
-                self.tools.join(", ")
-            }
-        );
-        s += &format!("# model: {} on smp:{}; {}\n", self.preset, self.nr_cpus, self.model_notes.join("; "));
-        if self.cost_file.is_empty() {
-            s += "# model costs: the smp:N machine's (no calibration)\n";
-        } else {
-            s += "# model costs from the guest's `schedlab calibrate` (keys that differ from smp:N's):\n";
-        }
+        let mut head = vec![
+            format!(
+                "validate --vm {} (release {}): {} guest boots vs {} simulated seeds, {} vCPUs, {}",
+                self.kernel_label,
+                self.release,
+                self.guest.len(),
+                self.sim.len(),
+                self.nr_cpus,
+                self.accel
+            ),
+            format!("workload: {}", lab::words::join(workload)),
+            format!(
+                "guest: one measured run per boot after {} warm-up run(s) discarded, schedlab's built-in workers \
+                 (every task read as a zombie); tools in the initramfs: {}",
+                self.warmup,
+                if self.tools.is_empty() { "none".to_string() } else { self.tools.join(", ") }
+            ),
+            format!("model: {} on smp:{}; {}", self.preset, self.nr_cpus, self.model_notes.join("; ")),
+        ];
         let costs: Vec<String> = self.costs.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        for line in lab::report::wrap(&costs.join(" "), 100, "#   ", "#   ") {
-            s += &line;
-            s.push('\n');
+        head.push(if self.cost_file.is_empty() {
+            format!(
+                "model costs: the smp:N machine's, with {}",
+                if costs.is_empty() { "no changes".into() } else { costs.join(" ") }
+            )
+        } else {
+            format!(
+                "model costs from the guest's `schedlab calibrate` (keys that differ from smp:N's): {}",
+                costs.join(" ")
+            )
+        });
+        let emulated = if self.accel.starts_with("TCG") { " (emulated under TCG)" } else { "" };
+        head.push(format!("{} in the guest's time{emulated}", self.metric_name));
+        let mut s = String::new();
+        for h in head {
+            for line in lab::report::wrap(&h, 100, "# ", "#   ") {
+                s += &line;
+                s.push('\n');
+            }
         }
-        s += &format!("# {} in the guest's time (emulated under TCG)\n", self.metric_name);
         s += &nv::render_rows_as(&self.rows, "guest", "gst");
         s
     }
