@@ -268,27 +268,18 @@ pub fn validate_vm(a: &ValidateArgs, kernel: &str) -> anyhow::Result<()> {
         workload: a.workload.clone(),
         variant: a.features.clone().unwrap_or_else(|| "default".into()),
         calibrate: a.cost_file.is_none(),
+        calibrate_scale: match a.calibrate_scale {
+            Some(f) if f > 0.0 && f <= 100.0 => f,
+            Some(f) => return user(format!("--calibrate-scale: {f} is not in (0, 100]")),
+            None => 0.2,
+        },
         costs,
         seed: a.seed,
     };
     on_interrupt();
     let v = vm::validate::validate(&req, &|m| eprintln!("{m}")).map_err(vm_error)?;
     if a.json {
-        let rows: Vec<serde_json::Value> = v
-            .rows
-            .iter()
-            .map(|r| {
-                serde_json::json!({
-                    "quantity": r.name,
-                    "guest_median": r.native.map(|n| n.0),
-                    "guest_min": r.native.map(|n| n.1),
-                    "guest_max": r.native.map(|n| n.2),
-                    "sim_median": r.sim,
-                    "ratio": r.ratio(),
-                    "ok": r.verdict(),
-                })
-            })
-            .collect();
+        let rows = crate::native_cmd::rows_json(&v.rows, "guest");
         let j = serde_json::json!({
             "schedlab_version": env!("CARGO_PKG_VERSION"),
             "vm": { "kernel": v.kernel_label, "release": v.release, "accel": v.accel, "vcpus": v.nr_cpus,

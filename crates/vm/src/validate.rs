@@ -19,9 +19,9 @@ use crate::guest::GuestPlan;
 use crate::session::{Session, SessionOptions};
 use crate::spec;
 
-/// `schedlab calibrate` arguments in the guest: a fifth of the host's iterations and three
-/// repetitions, since under TCG every microbenchmark runs 20-50x slower.
-pub const GUEST_CALIBRATE: &[&str] = &["--scale", "0.2", "--repetitions", "3"];
+/// Repetitions of each of the guest's calibration microbenchmarks (the host default is 5):
+/// under TCG every microbenchmark runs 20-50x slower.
+pub const GUEST_CALIBRATE_REPETITIONS: u32 = 3;
 
 pub struct ValidateRequest {
     pub session: SessionOptions,
@@ -33,6 +33,8 @@ pub struct ValidateRequest {
     pub variant: String,
     /// Calibrate in the guest (else the model keeps the `smp:N` machine's costs plus `costs`).
     pub calibrate: bool,
+    /// `schedlab calibrate --scale` in the guest.
+    pub calibrate_scale: f64,
     /// Cost overrides applied after the calibration.
     pub costs: Vec<(String, u64)>,
     /// First seed of the model's runs.
@@ -130,7 +132,12 @@ pub fn validate(req: &ValidateRequest, note: &(dyn Fn(&str) + Sync)) -> Result<V
     for i in 0..req.runs {
         let plan = GuestPlan {
             settings: v.settings.clone(),
-            calibrate: (i == 0 && req.calibrate).then(|| GUEST_CALIBRATE.iter().map(|s| s.to_string()).collect()),
+            calibrate: (i == 0 && req.calibrate).then(|| {
+                let scale = req.calibrate_scale.to_string();
+                ["--scale", scale.as_str(), "--repetitions", &GUEST_CALIBRATE_REPETITIONS.to_string()]
+                    .map(String::from)
+                    .to_vec()
+            }),
             warmup: req.warmup,
             runs: 1,
             workload: req.workload.clone(),
