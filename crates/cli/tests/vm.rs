@@ -74,7 +74,7 @@ fn compare_validate_and_a_user_image_on_a_real_kernel() {
     }
     let reproduce = c["reproduce"][0].as_str().unwrap();
     assert!(
-        reproduce.starts_with("schedlab compare --vm linux-image-6.12.117+deb13-amd64 --topology smp:2"),
+        reproduce.starts_with("schedlab compare --vm linux-image-6.12.117+deb13-amd64 --accel tcg --topology smp:2"),
         "{reproduce}"
     );
 
