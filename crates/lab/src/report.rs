@@ -680,5 +680,7 @@ fn render_json(c: &Comparison) -> String {
         groups: c.groups.iter().map(json_group).collect(),
         origin: c.origin.as_ref(),
     };
-    serde_json::to_string_pretty(&doc).expect("a comparison serialises") + "\n"
+    #[allow(clippy::expect_used, reason = "a serde_json::Value always serialises")]
+    let json = serde_json::to_string_pretty(&doc).expect("a comparison serialises");
+    json + "\n"
 }

@@ -120,7 +120,10 @@ pub fn model_config(
     let names: Vec<&'static str> = sim::kernel::KERNELS.iter().map(|k| k.name).collect();
     let m = preset_for_release(release, &names)?;
     let mut notes: Vec<String> = m.note().into_iter().collect();
-    let mut cfg = sim::kernel::preset(m.preset).expect("a preset from KERNELS").config();
+    let Some(preset) = sim::kernel::preset(m.preset) else {
+        return Err(format!("release {release} maps to preset `{}`, which is not in the preset table", m.preset));
+    };
+    let mut cfg = preset.config();
     if let Some(hz) = hz {
         cfg.hz = hz;
     }

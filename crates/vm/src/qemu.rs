@@ -130,8 +130,12 @@ pub fn boot(
     let lines = Arc::new(Mutex::new(Vec::<String>::new()));
     let first_mark = Arc::new(Mutex::new(None::<f64>));
     let kvm_failed = Arc::new(Mutex::new(None::<String>));
-    let stdout = child.stdout.take().expect("piped stdout");
-    let stderr = child.stderr.take().expect("piped stderr");
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        crate::cleanup::unregister_pid(pid);
+        return Err(VmError::System("qemu started without its piped output".into()));
+    };
     let result = std::thread::scope(|s| {
         let (l, fm) = (lines.clone(), first_mark.clone());
         s.spawn(move || {
@@ -141,25 +145,27 @@ pub fn boot(
                 let line = String::from_utf8_lossy(&buf).trim_end_matches(['\r', '\n']).to_string();
                 buf.clear();
                 if line.starts_with(MARK) {
-                    fm.lock().unwrap().get_or_insert(start.elapsed().as_secs_f64());
+                    fm.lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .get_or_insert(start.elapsed().as_secs_f64());
                 }
                 echo(&line);
-                l.lock().unwrap().push(line);
+                l.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(line);
             }
         });
         let (l, kf) = (lines.clone(), kvm_failed.clone());
         s.spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 if is_kvm_failure(&line) {
-                    kf.lock().unwrap().get_or_insert(line.clone());
+                    kf.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get_or_insert(line.clone());
                 }
-                l.lock().unwrap().push(format!("qemu: {line}"));
+                l.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(format!("qemu: {line}"));
             }
         });
         loop {
             match child.try_wait() {
                 Ok(Some(_)) => break Ok(false),
-                Ok(None) if kvm_failed.lock().unwrap().is_some() => {
+                Ok(None) if kvm_failed.lock().unwrap_or_else(std::sync::PoisonError::into_inner).is_some() => {
                     let _ = child.kill();
                     let _ = child.wait();
                     break Ok(false);
@@ -181,12 +187,12 @@ pub fn boot(
     });
     crate::cleanup::unregister_pid(pid);
     let timed_out = result?;
-    let lines = std::mem::take(&mut *lines.lock().unwrap());
-    let boot_secs = *first_mark.lock().unwrap();
+    let lines = std::mem::take(&mut *lines.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+    let boot_secs = *first_mark.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     // The serial port's bytes as the guest wrote them: "\r\n" line ends (the tty's ONLCR).
     let agent = std::fs::read(agent_out)
         .map(|b| String::from_utf8_lossy(&b).lines().map(|l| l.trim_end_matches('\r').to_string()).collect())
         .unwrap_or_default();
-    let kvm_failed = kvm_failed.lock().unwrap().take();
+    let kvm_failed = kvm_failed.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
     Ok(Boot { lines, agent, boot_secs, total_secs: start.elapsed().as_secs_f64(), timed_out, kvm_failed })
 }

@@ -96,7 +96,8 @@ fn model_variant(
         config.sysctl.set(k, val).map_err(|e| model_err(format!("`{k}={val}`: {e}")))?;
     }
     if let Some(p) = &v.settings.preempt {
-        config.preempt = sim::config::PreemptModel::parse(p).expect("checked by spec::parse");
+        config.preempt = sim::config::PreemptModel::parse(p)
+            .ok_or_else(|| model_err(format!("`preempt={p}`: not none, voluntary, full or lazy")))?;
         config.check_preempt().map_err(|e| model_err(format!("`preempt={p}`: {e}")))?;
     }
     let spec = format!("{} {}", m.preset, v.spec);
