@@ -112,6 +112,13 @@ pub struct CompareArgs {
     /// No progress on stderr (a bar on a terminal, else a line at most every 10 s).
     #[arg(long, short)]
     pub quiet: bool,
+    /// Measure on a real kernel under qemu instead of the model: a Debian kernel package
+    /// (linux-image-6.12.117+deb13-amd64, fetched and cached) or a kernel image path (your
+    /// bzImage). SPECs are then `default`, FEATURE/NO_FEATURE, preempt=MODEL and sysctls.
+    #[arg(long, value_name = "KERNEL")]
+    pub vm: Option<String>,
+    #[command(flatten)]
+    pub vm_opts: crate::vm_cmd::VmBootArgs,
     /// The workload and its own flags: `rtapp FILE.json` (put options before it).
     #[arg(num_args = 0.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "WORKLOAD")]
     pub workload: Vec<String>,
@@ -311,6 +318,10 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<()> {
     let Some(format) = Format::parse(&a.format) else {
         return user(format!("--format: unknown format `{}`", a.format));
     };
+    if let Some(kernel) = &a.vm {
+        return crate::vm_cmd::compare_vm(a, kernel, opts, format);
+    }
+    a.vm_opts.refuse_without_vm()?;
     let run_flags = [
         ("--topology", !a.topology.is_empty()),
         ("--runs", a.runs.is_some()),

@@ -88,6 +88,17 @@ pub struct ValidateArgs {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Validate against a real kernel under qemu instead of this machine's: a Debian kernel
+    /// package or a kernel image path. The model then runs the guest's kernel with the costs
+    /// `schedlab calibrate` measures in the guest (or --cost-file's).
+    #[arg(long, value_name = "KERNEL")]
+    pub vm: Option<String>,
+    #[command(flatten)]
+    pub vm_opts: crate::vm_cmd::VmBootArgs,
+    /// With --vm: the guest's `schedlab calibrate --scale` (its microbenchmarks' iterations; 0.2
+    /// keeps a TCG guest's calibration under a minute on an idle host).
+    #[arg(long, value_name = "F")]
+    pub calibrate_scale: Option<f64>,
     /// The workload and its own flags.
     #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "WORKLOAD")]
     pub workload: Vec<String>,
@@ -130,28 +141,17 @@ fn native_error(e: NativeError) -> anyhow::Error {
 /// machine's kernel (a note on stderr when it is not exact), with the host's HZ and preemption
 /// model when they can be read.
 pub fn host_kernel_config() -> anyhow::Result<sim::config::SchedConfig> {
-    let m = match native::host_kernel_preset() {
-        Ok(m) => m,
-        Err(e) => return user(format!("--kernel host: {e}")),
-    };
-    if let Some(note) = m.note() {
-        eprintln!("schedlab: {note}");
-    }
-    let Some(preset) = sim::kernel::preset(m.preset) else {
-        anyhow::bail!("--kernel host: the host maps to preset `{}`, which is not in the preset table", m.preset);
-    };
-    let mut cfg = preset.config();
     let h = native::host::host_sched();
-    if let Some(hz) = h.hz {
-        cfg.hz = hz;
-    }
-    if let Some(p) = &h.preempt {
-        match sim::config::PreemptModel::parse(p) {
-            Some(model) => cfg.preempt = model,
-            None => eprintln!("schedlab: --kernel host: preemption model `{p}` is not modelled; using the preset's"),
+    let release = native::host::host_release().map_err(|e| UserError(format!("--kernel host: {e}")))?;
+    match native::host::model_config(&release, h.hz, h.preempt.as_deref()) {
+        Ok((cfg, _, notes)) => {
+            for n in notes {
+                eprintln!("schedlab: {n}");
+            }
+            Ok(cfg)
         }
+        Err(e) => user(format!("--kernel host: {e}")),
     }
-    Ok(cfg)
 }
 
 fn parse_pin(pin: &Option<String>) -> anyhow::Result<Option<Vec<u32>>> {
@@ -464,7 +464,32 @@ fn json_report(
     })
 }
 
+/// The validation rows as JSON, the measured side named `side` (`native`, `guest`).
+pub(crate) fn rows_json(rows: &[native::validate::Row], side: &str) -> Vec<Value> {
+    rows.iter()
+        .map(|r| {
+            json!({
+                "quantity": r.name,
+                format!("{side}_median"): r.native.map(|n| n.0),
+                format!("{side}_min"): r.native.map(|n| n.1),
+                format!("{side}_max"): r.native.map(|n| n.2),
+                "sim_median": r.sim,
+                "ratio": r.ratio(),
+                format!("outside_{side}_spread"): r.off(),
+                "ok": r.verdict(),
+            })
+        })
+        .collect()
+}
+
 pub fn validate(a: &ValidateArgs) -> anyhow::Result<()> {
+    if let Some(kernel) = &a.vm {
+        return crate::vm_cmd::validate_vm(a, kernel);
+    }
+    a.vm_opts.refuse_without_vm()?;
+    if a.calibrate_scale.is_some() {
+        return user("--calibrate-scale: only with --vm KERNEL");
+    }
     install_interrupt_handler();
     if a.runs == 0 {
         return user("--runs: must be at least 1");
@@ -515,22 +540,7 @@ pub fn validate(a: &ValidateArgs) -> anyhow::Result<()> {
     let release = native::host::host_release().unwrap_or_default();
     let mut out = std::io::stdout().lock();
     if a.json {
-        let rows: Vec<Value> = v
-            .rows
-            .iter()
-            .map(|r| {
-                json!({
-                    "quantity": r.name,
-                    "native_median": r.native.map(|n| n.0),
-                    "native_min": r.native.map(|n| n.1),
-                    "native_max": r.native.map(|n| n.2),
-                    "sim_median": r.sim,
-                    "ratio": r.ratio(),
-                    "outside_native_spread": r.off(),
-                    "ok": r.verdict(),
-                })
-            })
-            .collect();
+        let rows = rows_json(&v.rows, "native");
         let j = json!({
             "schedlab_version": env!("CARGO_PKG_VERSION"),
             "workload": { "name": a.workload[0], "argv": a.workload },

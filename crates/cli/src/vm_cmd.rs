@@ -1,10 +1,16 @@
-//! `schedlab vm`: real kernels under qemu (the logic is in the `vm` crate).
+//! `schedlab vm run`, `compare --vm` and `validate --vm`: real kernels under qemu (the logic is
+//! in the `vm` crate; this file maps flags to requests and errors to exit codes).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Subcommand, ValueEnum};
 
+use lab::compare::CompareOptions;
+use lab::report::{self, Format};
+
+use crate::lab_cmd::CompareArgs;
+use crate::native_cmd::ValidateArgs;
 use crate::setup::{UserError, user};
 
 #[derive(Args, Debug)]
@@ -20,7 +26,7 @@ pub enum VmCommand {
     Run(VmRunArgs),
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 pub enum AccelArg {
     /// KVM when /dev/kvm works, TCG otherwise.
     Auto,
@@ -48,6 +54,9 @@ pub struct VmRunArgs {
     /// Repetitions of the workload in each boot.
     #[arg(long, default_value_t = 3)]
     pub runs: u32,
+    /// Repetitions run first in each boot and discarded.
+    #[arg(long, default_value_t = 0)]
+    pub warmup: u32,
     #[arg(long, value_enum, default_value_t = AccelArg::Auto)]
     pub accel: AccelArg,
     /// Seconds one boot may take before qemu is killed.
@@ -70,6 +79,78 @@ pub fn vm(a: &VmArgs) -> anyhow::Result<()> {
     }
 }
 
+/// The guest-boot options `compare --vm` and `validate --vm` share.
+#[derive(Args, Debug, Default)]
+pub struct VmBootArgs {
+    /// With --vm: repetitions run first in every boot and discarded [default: 1].
+    #[arg(long, value_name = "N")]
+    pub warmup: Option<u32>,
+    /// With --vm: KVM when /dev/kvm works (auto), or force kvm or tcg (emulation) [default: auto].
+    #[arg(long, value_enum)]
+    pub accel: Option<AccelArg>,
+    /// With --vm: seconds one boot may take before qemu is killed [default: 900].
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<u64>,
+    /// With --vm: echo the guests' consoles on stderr.
+    #[arg(long)]
+    pub verbose_vm: bool,
+}
+
+impl VmBootArgs {
+    /// These options mean nothing without --vm: say so rather than ignore them.
+    pub fn refuse_without_vm(&self) -> anyhow::Result<()> {
+        for (flag, given) in [
+            ("--warmup", self.warmup.is_some()),
+            ("--accel", self.accel.is_some()),
+            ("--timeout", self.timeout.is_some()),
+            ("--verbose-vm", self.verbose_vm),
+        ] {
+            if given {
+                return user(format!("{flag}: only with --vm KERNEL"));
+            }
+        }
+        Ok(())
+    }
+
+    fn session(&self, kernel: vm::KernelSource, nr_cpus: u32) -> anyhow::Result<vm::SessionOptions> {
+        Ok(vm::SessionOptions {
+            kernel,
+            nr_cpus,
+            accel: accel(self.accel.unwrap_or(AccelArg::Auto)),
+            timeout: Duration::from_secs(self.timeout.unwrap_or(900)),
+            schedlab_bin: std::env::current_exe()?,
+            verbose: self.verbose_vm,
+        })
+    }
+}
+
+fn accel(a: AccelArg) -> vm::Accel {
+    match a {
+        AccelArg::Auto => vm::Accel::Auto,
+        AccelArg::Kvm => vm::Accel::Kvm,
+        AccelArg::Tcg => vm::Accel::Tcg,
+    }
+}
+
+/// `--vm KERNEL`: a path (it has a `/` or names a file) is a kernel image, anything else a
+/// Debian package name.
+fn kernel_source(arg: &str) -> vm::KernelSource {
+    if arg.contains('/') || std::path::Path::new(arg).is_file() {
+        vm::KernelSource::Image(PathBuf::from(arg))
+    } else {
+        vm::KernelSource::DebianPackage(arg.to_string())
+    }
+}
+
+/// Ctrl-C, SIGTERM or SIGHUP: kill the qemu by its pid, remove the temporary files, exit 130.
+fn on_interrupt() {
+    let _ = ctrlc::set_handler(|| {
+        vm::interrupt();
+        eprintln!("schedlab: interrupted");
+        std::process::exit(130);
+    });
+}
+
 fn vm_run(a: &VmRunArgs) -> anyhow::Result<()> {
     let kernel = match (&a.kernel_pkg, &a.bzimage) {
         (Some(p), _) => vm::KernelSource::DebianPackage(p.clone()),
@@ -78,32 +159,144 @@ fn vm_run(a: &VmRunArgs) -> anyhow::Result<()> {
     };
     let variants = a.variants.iter().map(|v| vm::Variant::parse(v)).collect::<Result<Vec<_>, _>>().map_err(vm_error)?;
     let opts = vm::VmOptions {
-        kernel,
-        nr_cpus: vm::parse_topology(&a.topology).map_err(vm_error)?,
+        session: vm::SessionOptions {
+            kernel,
+            nr_cpus: vm::parse_topology(&a.topology).map_err(vm_error)?,
+            accel: accel(a.accel),
+            timeout: Duration::from_secs(a.timeout),
+            schedlab_bin: std::env::current_exe()?,
+            verbose: a.verbose,
+        },
         variants,
         runs: a.runs,
+        warmup: a.warmup,
         workload: a.workload.clone(),
-        accel: match a.accel {
-            AccelArg::Auto => vm::Accel::Auto,
-            AccelArg::Kvm => vm::Accel::Kvm,
-            AccelArg::Tcg => vm::Accel::Tcg,
-        },
-        timeout: Duration::from_secs(a.timeout),
-        schedlab_bin: std::env::current_exe()?,
-        verbose: a.verbose,
     };
-    // Ctrl-C, SIGTERM or SIGHUP: kill the qemu by its pid, remove the temporary files, exit 130.
-    let _ = ctrlc::set_handler(|| {
-        vm::interrupt();
-        eprintln!("schedlab: interrupted");
-        std::process::exit(130);
-    });
+    on_interrupt();
     let report = vm::run(&opts, &|m| eprintln!("{m}")).map_err(vm_error)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report.to_json())?);
     } else {
         print!("{}", report.render());
     }
+    Ok(())
+}
+
+/// `schedlab compare --vm KERNEL`.
+pub fn compare_vm(a: &CompareArgs, kernel: &str, opts: CompareOptions, format: Format) -> anyhow::Result<()> {
+    for (flag, given) in [
+        ("--plan", a.plan.is_some()),
+        ("--from", a.from.is_some()),
+        ("--seeds", a.seeds.is_some()),
+        ("--duration", a.duration.is_some()),
+        ("--max-events", a.max_events.is_some()),
+        ("--cpus", a.cpus.is_some()),
+        ("--background", !a.background.is_empty()),
+        ("--jobs", a.jobs.is_some()),
+    ] {
+        if given {
+            return user(format!("{flag}: not with --vm (a guest runs one workload, boot by boot)"));
+        }
+    }
+    let Some(base) = &a.base else { return user("--base: give the base SPEC (e.g. --base default)") };
+    let topology = match a.topology.as_slice() {
+        [] => "smp:2",
+        [t] => t.as_str(),
+        _ => return user("--topology: one machine with --vm"),
+    };
+    let mut workload = a.workload.clone();
+    match (a.workloads.as_slice(), workload.is_empty()) {
+        ([], false) => {}
+        ([w], true) => workload = lab::words::split(w).map_err(|e| UserError(format!("--workload: {e}")))?,
+        ([], true) => return user("no workload given (e.g. `hackbench -p -g 1 -l 200` after the options)"),
+        _ => return user("--workload: one workload with --vm"),
+    }
+    let req = vm::compare::CompareRequest {
+        session: a.vm_opts.session(kernel_source(kernel), vm::parse_topology(topology).map_err(vm_error)?)?,
+        vm_arg: kernel.to_string(),
+        base: base.clone(),
+        variants: a.variant.clone(),
+        runs: a.runs.unwrap_or(3) as u32,
+        warmup: a.vm_opts.warmup.unwrap_or(1),
+        seed: a.seed.unwrap_or(1),
+        workload,
+        options: opts,
+    };
+    on_interrupt();
+    let quiet = a.quiet;
+    let r = vm::compare::compare(&req, &|m| {
+        if !quiet {
+            eprintln!("{m}")
+        }
+    })
+    .map_err(vm_error)?;
+    let mut text = report::render(&r.comparison, format);
+    if matches!(format, Format::Table | Format::Box | Format::Markdown) {
+        text += &r.render_schedstat(format == Format::Markdown);
+    }
+    print!("{text}");
+    Ok(())
+}
+
+/// `schedlab validate --vm KERNEL`.
+pub fn validate_vm(a: &ValidateArgs, kernel: &str) -> anyhow::Result<()> {
+    for (flag, given) in
+        [("--pin", a.pin.is_some()), ("--trace", a.trace), ("--builtin", a.builtin), ("--kernel", a.kernel != "host")]
+    {
+        if given {
+            return user(format!(
+                "{flag}: not with --vm (the guest runs the real tools untraced; the model runs the guest's kernel)"
+            ));
+        }
+    }
+    let topology = if a.topology == "host" { "smp:2" } else { a.topology.as_str() };
+    let mut costs = Vec::new();
+    if let Some(file) = &a.cost_file {
+        costs = machine::load_cost_file(file).map_err(|e| UserError(format!("--cost-file: {e}")))?;
+    }
+    for kv in &a.cost {
+        let parsed = kv.split_once('=').and_then(|(k, v)| Some((k.trim().to_string(), v.trim().parse::<u64>().ok()?)));
+        match parsed {
+            Some(c) => costs.push(c),
+            None => return user(format!("--cost: `{kv}` is not KEY=NANOSECONDS")),
+        }
+    }
+    let req = vm::validate::ValidateRequest {
+        session: a.vm_opts.session(kernel_source(kernel), vm::parse_topology(topology).map_err(vm_error)?)?,
+        runs: a.runs,
+        warmup: a.vm_opts.warmup.unwrap_or(1),
+        workload: a.workload.clone(),
+        variant: a.features.clone().unwrap_or_else(|| "default".into()),
+        calibrate: a.cost_file.is_none(),
+        calibrate_scale: match a.calibrate_scale {
+            Some(f) if f > 0.0 && f <= 100.0 => f,
+            Some(f) => return user(format!("--calibrate-scale: {f} is not in (0, 100]")),
+            None => 0.2,
+        },
+        costs,
+        seed: a.seed,
+    };
+    on_interrupt();
+    let v = vm::validate::validate(&req, &|m| eprintln!("{m}")).map_err(vm_error)?;
+    if a.json {
+        let rows = crate::native_cmd::rows_json(&v.rows, "guest");
+        let j = serde_json::json!({
+            "schedlab_version": env!("CARGO_PKG_VERSION"),
+            "vm": { "kernel": v.kernel_label, "release": v.release, "accel": v.accel, "vcpus": v.nr_cpus,
+                    "warmup_runs_discarded": v.warmup },
+            "model": { "kernel": v.preset, "notes": v.model_notes,
+                       "costs": v.costs.iter().map(|(k, n)| (k.clone(), serde_json::json!(n))).collect::<serde_json::Map<_, _>>() },
+            "guest_cost_file": v.cost_file,
+            "rows": rows,
+        });
+        println!("{}", serde_json::to_string_pretty(&j)?);
+        return Ok(());
+    }
+    print!("{}", v.render(&a.workload));
+    println!(
+        "check: metric inside the guest min-max or within 1.3x; involuntary share within 0.1; wakeups within 15 %; \
+         * = further from the guest median than the guest spread"
+    );
     Ok(())
 }
 

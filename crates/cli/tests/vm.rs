@@ -1,6 +1,7 @@
-//! `schedlab vm run` end to end: a real Debian 6.12 kernel booted under qemu with TCG (the
-//! emulator, so the test does not depend on KVM), 2 vCPUs, one scheduler feature toggled and
-//! read back, a short hackbench run by schedlab's native mode inside the guest.
+//! `schedlab compare --vm`, `validate --vm` and `vm run` end to end: a real Debian 6.12 kernel
+//! booted under qemu with TCG (the emulator, so the test does not depend on KVM), 2 vCPUs, one
+//! scheduler feature toggled (read back by the guest agent, which fails if it did not stick),
+//! short workloads run by schedlab's native mode inside the guest.
 //!
 //! Needs qemu-system-x86, busybox-static, rt-tests and apt access to Debian trixie's
 //! linux-image-6.12.117+deb13-amd64 (`.ci/run` installs and fetches them). Without them the
@@ -31,65 +32,80 @@ fn run_json(tmp: &std::path::Path, args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-fn words(s: &serde_json::Value) -> Vec<String> {
-    s.as_str().unwrap().split_whitespace().map(String::from).collect()
-}
-
-fn check_counters(run: &serde_json::Value) {
-    // hackbench -g 1 -l 20: 20 senders x 20 receivers x 20 loops = 8000 messages.
-    assert_eq!(run["ops"], 8000, "{run}");
-    for k in ["nr_switches", "nr_wakeups"] {
-        assert!(run[k].as_u64().unwrap() > 0, "{k} is zero: {run}");
-    }
-    assert!(run["nr_involuntary_switches"].as_u64().unwrap() <= run["nr_switches"].as_u64().unwrap());
-    assert!(run["metric"]["value"].as_f64().unwrap() > 0.0, "{run}");
-}
-
-#[test]
-fn a_debian_kernel_and_a_user_image_boot_toggle_a_feature_and_report_counters() {
-    let tmp = tempfile::tempdir().unwrap();
-    let t0 = std::time::Instant::now();
-    let common = ["--topology", "smp:2", "--accel", "tcg", "--runs", "1", "--timeout", "150", "--json"];
-    let workload = ["hackbench", "-p", "-g", "1", "-l", "20"];
-
-    let mut args = vec!["vm", "run", "--kernel-pkg", KERNEL_PKG, "--variant", "NO_WAKEUP_PREEMPTION"];
-    args.extend(common);
-    args.extend(workload);
-    let r = run_json(tmp.path(), &args);
-    assert_eq!(r["release"], "6.12.117+deb13-amd64");
-    assert_eq!(r["online"], "0-1", "both vCPUs online after the feature write");
-    assert_eq!(r["accel"], "tcg");
-    assert_eq!(r["hz"], 250);
-    let v = &r["variants"][0];
-    let feats = words(&v["features"]);
-    assert!(feats.contains(&"NO_WAKEUP_PREEMPTION".into()), "{feats:?}");
-    assert!(!feats.contains(&"WAKEUP_PREEMPTION".into()), "{feats:?}");
-    check_counters(&v["runs"][0]);
-
-    // The cached vmlinuz as a user's own image: no config, so hz is unknown; the kernel's
-    // default features are read back.
+fn kernel_cache_image() -> String {
     let cache = std::env::var_os("XDG_CACHE_HOME")
         .filter(|x| !x.is_empty())
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache"));
-    let image = cache.join("schedlab/kernels").join(KERNEL_PKG).join("vmlinuz");
-    let image = image.to_str().unwrap();
-    let mut args = vec!["vm", "run", "--bzimage", image];
-    args.extend(common);
-    args.extend(workload);
-    let r = run_json(tmp.path(), &args);
-    assert_eq!(r["kernel"], image);
-    assert!(r["hz"].is_null());
-    let v = &r["variants"][0];
-    assert_eq!(v["variant"], "default");
-    assert!(words(&v["features"]).contains(&"WAKEUP_PREEMPTION".into()));
-    check_counters(&v["runs"][0]);
+    cache.join("schedlab/kernels").join(KERNEL_PKG).join("vmlinuz").to_str().unwrap().to_string()
+}
+
+/// One test, so the boots run one after the other (the machine has 2 CPUs; each TCG guest
+/// wants both): `compare --vm` with a Debian package (two boots), `validate --vm` with the
+/// cached vmlinuz as a user's own image (one boot, calibrating in the guest), and a feature the
+/// kernel lacks (one short boot).
+#[test]
+fn compare_validate_and_a_user_image_on_a_real_kernel() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t0 = std::time::Instant::now();
+    let boot = ["--topology", "smp:2", "--accel", "tcg", "--runs", "1", "--warmup", "0", "--timeout", "150"];
+
+    // compare --vm: the model's comparison JSON, counters from the guest.
+    let mut args = vec!["compare", "--vm", KERNEL_PKG, "--format", "json", "--base", "default"];
+    args.extend(["--variant", "NO_WAKEUP_PREEMPTION"]);
+    args.extend(boot);
+    args.extend(["hackbench", "-p", "-g", "1", "-l", "20"]);
+    let c = run_json(tmp.path(), &args);
+    let g = &c["groups"][0];
+    assert_eq!(g["topology"], "smp:2");
+    assert_eq!(g["metric"], "seconds");
+    let (a, b) = (&g["base"], &g["variants"][0]);
+    assert_eq!(b["spec"], "NO_WAKEUP_PREEMPTION");
+    for arm in [a, b] {
+        let k = &arm["counters"];
+        // hackbench -g 1 -l 20: 20 senders x 20 receivers x 20 loops = 8000 messages, each
+        // read by a receiver that sleeps on an empty pipe now and then.
+        assert!(k["nr_switches"].as_f64().unwrap() > 40.0, "{k}");
+        assert!(k["nr_wakeups"].as_f64().unwrap() > 0.0, "{k}");
+        assert!(k["nr_involuntary_switches"].as_f64().unwrap() <= k["nr_switches"].as_f64().unwrap());
+        assert!(k["nr_wakeups_local"].as_f64().unwrap() + k["nr_wakeups_remote"].as_f64().unwrap() > 0.0, "{k}");
+        // The kernel keeps no count of wakeup preemptions: n/a, never a made-up 0.
+        assert!(k["nr_wakeup_preemptions"].is_null(), "{k}");
+        assert!(arm["values"][0].as_f64().unwrap() > 0.0);
+    }
+    let reproduce = c["reproduce"][0].as_str().unwrap();
+    assert!(
+        reproduce.starts_with("schedlab compare --vm linux-image-6.12.117+deb13-amd64 --accel tcg --topology smp:2"),
+        "{reproduce}"
+    );
+
+    // validate --vm with the cached vmlinuz as a user's image: guest beside the model, the
+    // model with the guest's calibrated costs.
+    let image = kernel_cache_image();
+    // A twentieth of calibrate's host iterations keeps the guest's calibration to seconds.
+    let mut args = vec!["validate", "--vm", image.as_str(), "--json", "--calibrate-scale", "0.05"];
+    args.extend(boot);
+    args.extend(["pipe", "--classic", "-l", "500"]);
+    let v = run_json(tmp.path(), &args);
+    assert_eq!(v["vm"]["kernel"], image.as_str());
+    assert_eq!(v["vm"]["release"], "6.12.117+deb13-amd64");
+    assert!(v["model"]["kernel"].as_str().unwrap().starts_with("v6.12 "), "{}", v["model"]);
+    assert!(
+        v["guest_cost_file"].as_array().unwrap().iter().any(|l| l.as_str().unwrap().starts_with("context_switch_ns"))
+    );
+    let rows = v["rows"].as_array().unwrap();
+    let row = |q: &str| rows.iter().find(|r| r["quantity"] == q).unwrap_or_else(|| panic!("no row {q}: {rows:?}"));
+    // One loop is a round trip: two switches at least, on both sides.
+    for side in ["guest_median", "sim_median"] {
+        assert!(row("switches/loop")[side].as_f64().unwrap() >= 1.9, "{side}: {}", row("switches/loop"));
+        assert!(row("wakeups/loop")[side].as_f64().unwrap() >= 1.9, "{side}: {}", row("wakeups/loop"));
+    }
 
     // A feature this kernel does not have: a usage error from the guest agent, not a silent
     // default run.
-    let mut args = vec!["vm", "run", "--bzimage", image, "--variant", "NO_SUCH_FEATURE"];
-    args.extend(common);
-    args.extend(workload);
+    let mut args = vec!["vm", "run", "--bzimage", image.as_str(), "--variant", "NO_SUCH_FEATURE"];
+    args.extend(["--topology", "smp:2", "--accel", "tcg", "--runs", "1", "--timeout", "150"]);
+    args.extend(["hackbench", "-p", "-g", "1", "-l", "20"]);
     let out = schedlab(tmp.path()).args(&args).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
@@ -97,7 +113,33 @@ fn a_debian_kernel_and_a_user_image_boot_toggle_a_feature_and_report_counters() 
 
     let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
     assert!(left.is_empty(), "temporary files left behind: {left:?}");
-    assert!(t0.elapsed().as_secs() < 180, "three boots took {:?}", t0.elapsed());
+    // Reported, not asserted: wall time is measured by benchmarks, never by a timed test.
+    eprintln!("vm test: four boots took {:?}", t0.elapsed());
+}
+
+#[test]
+fn what_a_guest_cannot_express_fails_before_any_boot() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (variant, named) in [
+        ("v6.12 NO_WAKEUP_PREEMPTION", "`v6.12`: a kernel preset"),
+        ("+preempt-sync-runtime-fix", "`+preempt-sync-runtime-fix`: a booted kernel cannot apply or revert a patch"),
+        ("hz=1000", "`hz=1000`: HZ is a build option"),
+    ] {
+        let out = schedlab(tmp.path())
+            .args(["compare", "--vm", "/nonexistent/bzImage", "--base", "default", "--variant", variant])
+            .args(["hackbench", "-p", "-l", "10"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{variant}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(named), "{err}");
+    }
+    // Options of a guest boot without --vm are refused, not ignored.
+    let out =
+        schedlab(tmp.path()).args(["compare", "--base", "v7.3", "--warmup", "2", "pipe", "-l", "10"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--warmup: only with --vm"));
 }
 
 #[test]

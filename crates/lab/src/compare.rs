@@ -181,6 +181,24 @@ pub struct Comparison {
     pub base: String,
     pub variants: Vec<String>,
     pub groups: Vec<Group>,
+    /// Where the runs came from when it was not the model (a real kernel in a VM): what the
+    /// table's header says instead of the model's seeds, and the command that reproduces it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin: Option<Origin>,
+}
+
+/// The runs of a comparison measured outside the model: "seed" `i` is then repetition `i`
+/// (a boot), paired across variants.
+#[derive(Clone, Debug, Serialize)]
+pub struct Origin {
+    /// The first header line (replacing "schedlab V compare: seeds ...").
+    pub title: String,
+    /// Further header lines, after the legend.
+    pub notes: Vec<String>,
+    /// The command that reruns the comparison.
+    pub reproduce: String,
+    /// What one run is ("boots"), in "mean per run over N boots".
+    pub unit: String,
 }
 
 /// Which variants to compare: names (or, for stored results, SPECs), base first.
@@ -319,6 +337,7 @@ pub fn build(samples: &[Sample], sel: &Selection, opts: CompareOptions) -> Resul
         base: sel.base.0.clone(),
         variants: sel.variants.iter().map(|v| v.0.clone()).collect(),
         groups,
+        origin: None,
     })
 }
 
@@ -463,9 +482,29 @@ pub fn reproduce_line(
 }
 
 impl Comparison {
+    /// Marks counters the runs could not measure (a real kernel keeps no count of wakeup
+    /// preemptions): their means become NaN, which every rendering prints as `n/a`.
+    pub fn mask_counters(&mut self, unmeasured: &[&str]) {
+        let idx: Vec<usize> =
+            COUNTERS.iter().enumerate().filter(|(_, c)| unmeasured.contains(c)).map(|(i, _)| i).collect();
+        for g in &mut self.groups {
+            let arms = std::iter::once(&mut g.base).chain(g.variants.iter_mut().filter_map(|v| v.arm.as_mut()));
+            for a in arms {
+                for &i in &idx {
+                    if let Some(c) = a.counters.get_mut(i) {
+                        *c = f64::NAN;
+                    }
+                }
+            }
+        }
+    }
+
     /// One command line reproducing everything when the groups form a full cross product of
     /// topologies × workloads with the same seeds and limits; otherwise one per group.
     pub fn reproduce(&self) -> Vec<String> {
+        if let Some(o) = &self.origin {
+            return vec![o.reproduce.clone()];
+        }
         let mut topologies: Vec<String> = Vec::new();
         let mut workloads: Vec<Vec<String>> = Vec::new();
         for g in &self.groups {

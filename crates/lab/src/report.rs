@@ -106,6 +106,9 @@ pub fn fmt_value(v: f64) -> String {
 
 /// A counter mean: an integer when it is one, else one decimal.
 fn fmt_count(v: f64) -> String {
+    if !v.is_finite() {
+        return "n/a".into();
+    }
     if v.fract() == 0.0 && v.abs() < 1e15 { format!("{v:.0}") } else { format!("{v:.1}") }
 }
 
@@ -312,12 +315,15 @@ fn render_text(c: &Comparison, style: Style) -> String {
     let mut out = String::new();
     let seeds = c.seeds();
     let g0 = &c.groups[0];
-    let mut comments: Vec<String> = vec![format!(
-        "schedlab {} compare: seeds {}, {} runs per variant, the same seeds for every variant",
-        c.schedlab_version,
-        seeds_text(&seeds),
-        seeds.len()
-    )];
+    let mut comments: Vec<String> = vec![match &c.origin {
+        Some(o) => o.title.clone(),
+        None => format!(
+            "schedlab {} compare: seeds {}, {} runs per variant, the same seeds for every variant",
+            c.schedlab_version,
+            seeds_text(&seeds),
+            seeds.len()
+        ),
+    }];
     let legend = |i: usize, name: &str, spec: &str| {
         // A variant typed as its SPEC is shown once; a named one (plans) as `name: SPEC`.
         let named = if crate::spec::normalize(name) == spec { spec.to_string() } else { format!("{name}: {spec}") };
@@ -326,6 +332,9 @@ fn render_text(c: &Comparison, style: Style) -> String {
     comments.push(legend(0, &c.base, &g0.base.spec));
     for (i, v) in g0.variants.iter().enumerate() {
         comments.push(legend(i + 1, &v.name, &v.spec));
+    }
+    if let Some(o) = &c.origin {
+        comments.extend(o.notes.iter().cloned());
     }
     let conventions = [
         "%chg: change of the median over seeds, positive = better: 100*(A-X)/A when lower is better, \
@@ -379,8 +388,9 @@ fn render_text(c: &Comparison, style: Style) -> String {
         heading(
             &mut out,
             format!(
-                "counters: mean per run over {} seeds; X %diff = 100*(X-A)/A{}",
+                "counters: mean per run over {} {}; X %diff = 100*(X-A)/A{}",
                 g.base.seeds.len(),
+                c.origin.as_ref().map_or("seeds", |o| o.unit.as_str()),
                 if g.background.is_empty() { "" } else { "; every task of the run" }
             ),
         );
@@ -549,6 +559,9 @@ struct JsonDoc<'a> {
     base: &'a str,
     variants: &'a [String],
     groups: Vec<JsonGroup<'a>>,
+    /// Runs measured outside the model (a real kernel in a VM): where they came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    origin: Option<&'a crate::compare::Origin>,
 }
 
 #[derive(Serialize)]
@@ -665,6 +678,7 @@ fn render_json(c: &Comparison) -> String {
         base: &c.base,
         variants: &c.variants,
         groups: c.groups.iter().map(json_group).collect(),
+        origin: c.origin.as_ref(),
     };
     #[allow(clippy::expect_used, reason = "a serde_json::Value always serialises")]
     let json = serde_json::to_string_pretty(&doc).expect("a comparison serialises");

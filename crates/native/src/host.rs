@@ -109,6 +109,33 @@ pub fn host_kernel_preset() -> Result<KernelMatch, String> {
     preset_for_release(&host_release()?, &names)
 }
 
+/// The model's configuration for a kernel: the preset nearest to `release`, with `hz` and the
+/// preemption model in force when they are known (`--kernel host` on this machine, the guest's
+/// kernel for `validate --vm`). The notes say what was approximated (for stderr). Pure.
+pub fn model_config(
+    release: &str,
+    hz: Option<u32>,
+    preempt: Option<&str>,
+) -> Result<(sim::config::SchedConfig, KernelMatch, Vec<String>), String> {
+    let names: Vec<&'static str> = sim::kernel::KERNELS.iter().map(|k| k.name).collect();
+    let m = preset_for_release(release, &names)?;
+    let mut notes: Vec<String> = m.note().into_iter().collect();
+    let Some(preset) = sim::kernel::preset(m.preset) else {
+        return Err(format!("release {release} maps to preset `{}`, which is not in the preset table", m.preset));
+    };
+    let mut cfg = preset.config();
+    if let Some(hz) = hz {
+        cfg.hz = hz;
+    }
+    if let Some(p) = preempt {
+        match sim::config::PreemptModel::parse(p) {
+            Some(model) => cfg.preempt = model,
+            None => notes.push(format!("--kernel host: preemption model `{p}` is not modelled; using the preset's")),
+        }
+    }
+    Ok((cfg, m, notes))
+}
+
 /// The host kernel's scheduler build options, from `/proc/config.gz` and the command line.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct HostSched {

@@ -185,9 +185,20 @@ pub fn num(v: f64) -> String {
 
 /// The rows as an ASCII table (fits 100 columns).
 pub fn render_rows(table: &[Row]) -> String {
+    render_rows_as(table, "native", "nat")
+}
+
+/// The same table with the measured side named `side` (`guest` for a kernel in a VM) and
+/// abbreviated `short` in the ratio column.
+pub fn render_rows_as(table: &[Row], side: &str, short: &str) -> String {
     let mut s = format!(
         "{:<20} {:>11} {:>21} {:>11} {:>7}  {}\n",
-        "quantity", "native med", "native min-max", "model med", "mod/nat", "check"
+        "quantity",
+        format!("{side} med"),
+        format!("{side} min-max"),
+        "model med",
+        format!("mod/{short}"),
+        "check"
     );
     for r in table {
         let (n, spread) = match r.native {
@@ -271,10 +282,23 @@ pub fn validate(req: &Request, mut progress: impl FnMut(u32)) -> Result<Validati
     Ok(Validation { metric_name: wl.metric.name, op, native: nat, sim, rows, runner, note, lost_events: lost })
 }
 
-/// The simulated runs, seeds `seed..seed+runs`, in parallel (one thread per run, at most the
-/// CPU count at a time), in seed order.
+/// The simulated runs of `req`, seeds `seed..seed+runs`.
 fn run_model(req: &Request) -> Result<Vec<RunRecord>, ValidateError> {
-    let seeds: Vec<u64> = (0..u64::from(req.runs)).map(|i| req.seed + i).collect();
+    run_model_seeds(&req.variant, &req.topology, &req.workload, req.seed, req.runs, req.cpus.as_deref())
+        .map_err(ValidateError::Model)
+}
+
+/// The simulated runs, seeds `seed..seed+runs`, in parallel (one thread per run, at most the
+/// CPU count at a time), in seed order; the error is the model's one-line refusal.
+pub fn run_model_seeds(
+    variant: &sim::kernel::Variant,
+    topology: &sim::topology::Topology,
+    workload: &[String],
+    seed: u64,
+    runs: u32,
+    cpus: Option<&[u32]>,
+) -> Result<Vec<RunRecord>, String> {
+    let seeds: Vec<u64> = (0..u64::from(runs)).map(|i| seed + i).collect();
     let width = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut out = Vec::with_capacity(seeds.len());
     for chunk in seeds.chunks(width) {
@@ -284,13 +308,13 @@ fn run_model(req: &Request) -> Result<Vec<RunRecord>, ValidateError> {
                 .map(|&seed| {
                     s.spawn(move || {
                         lab::runner::run_one(&RunRequest {
-                            variant: req.variant.clone(),
-                            topology: req.topology.clone(),
-                            workload: req.workload.clone(),
+                            variant: variant.clone(),
+                            topology: topology.clone(),
+                            workload: workload.to_vec(),
                             seed,
                             default_duration_ns: 10_000_000_000,
                             max_events: 2_000_000_000,
-                            cpus: req.cpus.clone(),
+                            cpus: cpus.map(<[u32]>::to_vec),
                         })
                     })
                 })
@@ -298,7 +322,7 @@ fn run_model(req: &Request) -> Result<Vec<RunRecord>, ValidateError> {
             handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("model run panicked".into()))).collect()
         });
         for r in results {
-            out.push(r.map_err(ValidateError::Model)?);
+            out.push(r?);
         }
     }
     Ok(out)

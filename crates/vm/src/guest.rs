@@ -1,15 +1,29 @@
 //! The guest's `/init`: a busybox shell script that mounts proc/sys/debugfs, applies the
-//! variant's scheduler features, runs `schedlab native --json <workload>` once per repetition
-//! and prints everything on the serial console as `@@SCHEDLAB` lines, then powers off.
+//! variant (scheduler features, the preemption model, scheduler sysctls), optionally runs
+//! `schedlab calibrate`, runs `schedlab native --json <workload>` for the warm-up and measured
+//! repetitions with `/proc/schedstat` read around each measured one, then powers off.
+//!
+//! The agent reports on the second serial port (`/dev/ttyS1`, a file on the host): the kernel
+//! writes its messages to the first (`console=ttyS0`), so a kernel warning printed in the
+//! middle of a run can never split or corrupt a result line. Every agent line starts with
+//! [`MARK`]; the first one (`begin`) also goes to the console, which times the boot.
 //!
 //! Feature writes patch kernel text (static keys, `sched_feat_set` in 6.12
-//! `kernel/sched/debug.c` flips `sched_feat_keys[i]`). Under multi-threaded TCG another vCPU
-//! can still be executing a translated block that holds the temporary int3 of the text poke,
-//! and the guest oopses; so every vCPU but 0 is taken offline around each write and checked
-//! to come back (the method of the ground truth in `shared/ground-truth/qemu-2vcpu`).
+//! `kernel/sched/debug.c` flips `sched_feat_keys[i]`), and so does a preemption-model switch
+//! (`sched_dynamic_update` retargets static calls). Under multi-threaded TCG another vCPU can
+//! still be executing a translated block that holds the temporary int3 of the text poke, and
+//! the guest oopses; so every vCPU but 0 is taken offline around each such write and checked
+//! to come back (the method of the ground truth in `data/ground-truth/qemu-2vcpu`).
+//!
+//! Sysctls are written after every hotplug: bringing a CPU online runs `rq_online_fair()` →
+//! `update_sysctl()` (6.12 `kernel/sched/fair.c`), which recomputes `sysctl_sched_base_slice`
+//! from the normalized value and would silently undo a `base_slice_ns` write made before.
 
 /// Prefix of every line the host parses; kernel messages never start with it.
 pub const MARK: &str = "@@SCHEDLAB";
+
+/// The guest's debugfs scheduler directory.
+pub const SCHED_DEBUGFS: &str = "/sys/kernel/debug/sched";
 
 /// A scheduler feature token as `/sys/kernel/debug/sched/features` accepts it
 /// (`NAME` or `NO_NAME`, the names of the kernel's `features.h`).
@@ -17,15 +31,68 @@ pub fn valid_feature_token(t: &str) -> bool {
     !t.is_empty() && t.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
 }
 
+/// What the guest applies before its runs: already-validated tokens and values.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Settings {
+    /// Feature tokens for `sched/features`, in order.
+    pub features: Vec<String>,
+    /// A model for `sched/preempt` (`none`, `voluntary`, `full`, `lazy`).
+    pub preempt: Option<String>,
+    /// `(file under sched/, decimal value)`, written in this order.
+    pub sysctls: Vec<(String, String)>,
+}
+
+/// One boot's work.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GuestPlan {
+    pub settings: Settings,
+    /// `schedlab calibrate` arguments (`--scale 0.2 --repetitions 3`); `None`: no calibration.
+    pub calibrate: Option<Vec<String>>,
+    /// Repetitions run first and not reported (beyond their exit status).
+    pub warmup: u32,
+    /// Measured repetitions.
+    pub runs: u32,
+    /// The workload command line for `schedlab native`.
+    pub workload: Vec<String>,
+    /// Run schedlab's built-in workers (`native --builtin`) even where the real tool is in the
+    /// initramfs. schedlab forks every built-in worker itself and reads its `/proc/<tid>/sched`
+    /// as a zombie before reaping it, so every per-task counter is exact; a real tool forks and
+    /// reaps its own workers, whose wakeup and migration counters can only be sampled (by a
+    /// polling thread that is one more task on the guest's few vCPUs, and misses the last
+    /// milliseconds of each worker).
+    pub builtin: bool,
+}
+
 /// Single-quotes `s` for the shell.
 fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
-/// The `/init` script for one boot. `features` are already-validated tokens.
-pub fn init_script(features: &[String], runs: u32, workload: &[String]) -> String {
-    let argv: Vec<String> = workload.iter().map(|a| quote(a)).collect();
-    let feats: Vec<String> = features.iter().map(|f| quote(f)).collect();
+fn quoted(words: &[String]) -> String {
+    words.iter().map(|w| quote(w)).collect::<Vec<_>>().join(" ")
+}
+
+/// The `/init` script for one boot.
+pub fn init_script(plan: &GuestPlan) -> String {
+    let s = &plan.settings;
+    let mut apply = String::new();
+    for f in &s.features {
+        apply += &format!("setfeat {}\n", quote(f));
+    }
+    if let Some(p) = &s.preempt {
+        apply += &format!("setpreempt {}\n", quote(p));
+    }
+    for (k, v) in &s.sysctls {
+        apply += &format!("setsysctl {} {}\n", quote(k), quote(v));
+    }
+    let calibrate = match &plan.calibrate {
+        None => String::new(),
+        Some(args) => format!(
+            "schedlab calibrate {} -o /tmp/cost.toml > /tmp/cal.txt 2>&1 || fail \"schedlab calibrate failed: $(tr '\\n' ' ' < /tmp/cal.txt)\"\n\
+             sed \"s/^/$M cost /\" /tmp/cost.toml >&3\n",
+            quoted(args)
+        ),
+    };
     format!(
         r#"#!/bin/busybox sh
 # schedlab vm guest agent (generated; see crates/vm/src/guest.rs)
@@ -36,15 +103,26 @@ mount -t devtmpfs devtmpfs /dev
 mount -t tmpfs tmpfs /tmp
 mount -t debugfs debugfs /sys/kernel/debug
 M={mark}
-F=/sys/kernel/debug/sched/features
+D={debugfs}
+F=$D/features
 C=/sys/devices/system/cpu
-fail() {{ echo "$M error $*"; echo "$M end"; poweroff -f; }}
+# The agent's channel: the second serial port (the kernel's messages stay on the first).
+# (A failed redirection of `exec` ends the shell, hence the test first.)
+OUT=/dev/console
+[ -c /dev/ttyS1 ] && OUT=/dev/ttyS1
+exec 3> $OUT
+say() {{ echo "$M $*" >&3; }}
+fail() {{ say error "$*"; say end; poweroff -f; }}
+# What the user asked for and this kernel does not have.
+refuse() {{ say refused "$*"; say end; poweroff -f; }}
 echo "$M begin"
-echo "$M release $(uname -r)"
+say begin
+say release "$(uname -r)"
 ALL=$(cat $C/online)
-echo "$M online $ALL"
+say online "$ALL"
 [ -w $F ] || fail "$F is not writable (no CONFIG_SCHED_DEBUG or debugfs locked down)"
-echo "$M default-features $(cat $F)"
+say default-features "$(cat $F)"
+[ -r $D/preempt ] && say default-preempt "$(cat $D/preempt)"
 # vCPUs 1..N-1 offline around a text-patching write, then back and all of them checked.
 offline() {{
   for c in $C/cpu[0-9]*; do
@@ -61,34 +139,57 @@ online() {{
 }}
 setfeat() {{
   base=${{1#NO_}}
-  grep -qw -e "$base" -e "NO_$base" $F || fail "unknown feature $1 (this kernel has: $(cat $F))"
+  grep -qw -e "$base" -e "NO_$base" $F || refuse "unknown feature $1 (this kernel has: $(cat $F))"
   offline
   echo "$1" > $F; rc=$?
   online
   [ $rc = 0 ] || fail "writing $1 to $F failed"
   grep -qw "$1" $F || fail "$1 did not stick: $(cat $F)"
 }}
-{setfeats}echo "$M features $(cat $F)"
-i=1
-while [ $i -le {runs} ]; do
-  schedlab native --json {argv} > /tmp/out.json 2> /tmp/err.txt
+setpreempt() {{
+  [ -w $D/preempt ] || refuse "preempt=$1: this kernel cannot switch its preemption model ($D/preempt is missing: no CONFIG_PREEMPT_DYNAMIC)"
+  grep -qw "$1" $D/preempt || refuse "preempt=$1: this kernel offers $(cat $D/preempt) only"
+  offline
+  echo "$1" > $D/preempt; rc=$?
+  online
+  [ $rc = 0 ] || fail "preempt=$1: writing $D/preempt failed"
+  grep -q "($1)" $D/preempt || fail "preempt=$1 did not stick: $(cat $D/preempt)"
+}}
+setsysctl() {{
+  [ -e $D/$1 ] || refuse "$1=$2: this kernel has no $D/$1 (it has: $(ls $D | tr '\n' ' '))"
+  echo "$2" > $D/$1 || fail "$1=$2: writing $D/$1 failed"
+  [ "$(cat $D/$1)" = "$2" ] || fail "$1=$2 did not stick: $D/$1 reads $(cat $D/$1)"
+}}
+{apply}say features "$(cat $F)"
+[ -r $D/preempt ] && say preempt "$(cat $D/preempt)"
+for k in base_slice_ns migration_cost_ns nr_migrate tunable_scaling; do
+  [ -r $D/$k ] && say sysctl $k "$(cat $D/$k)"
+done
+{calibrate}i=1
+while [ $i -le {total} ]; do
+  if [ $i -le {warmup} ]; then kind=warmup; else kind=run; fi
+  cat /proc/schedstat > /tmp/ss0
+  schedlab native --json {builtin}{argv} > /tmp/out.json 2> /tmp/err.txt
   rc=$?
-  echo "$M run $i rc $rc"
-  sed "s/^/$M stderr $i /" /tmp/err.txt
-  echo "$M json $i $(tr -d '\n' < /tmp/out.json)"
+  cat /proc/schedstat > /tmp/ss1
+  sed "s/^/$M stderr $i /" /tmp/err.txt >&3
+  say $kind $i rc $rc
+  if [ $kind = run ]; then
+    say json $i "$(tr -d '\n' < /tmp/out.json)"
+    sed "s/^/$M schedstat $i before /" /tmp/ss0 >&3
+    sed "s/^/$M schedstat $i after /" /tmp/ss1 >&3
+  fi
   i=$((i + 1))
 done
-echo "$M end"
+say end
 poweroff -f
 "#,
         mark = MARK,
-        setfeats = if feats.is_empty() {
-            String::new()
-        } else {
-            format!("for f in {}; do setfeat \"$f\"; done\n", feats.join(" "))
-        },
-        runs = runs,
-        argv = argv.join(" "),
+        debugfs = SCHED_DEBUGFS,
+        total = plan.warmup + plan.runs,
+        warmup = plan.warmup,
+        argv = quoted(&plan.workload),
+        builtin = if plan.builtin { "--builtin " } else { "" },
     )
 }
 
@@ -104,12 +205,42 @@ mod tests {
         assert!(!valid_feature_token(""));
     }
 
+    fn plan() -> GuestPlan {
+        GuestPlan {
+            settings: Settings {
+                features: vec!["NO_WAKEUP_PREEMPTION".into()],
+                preempt: Some("full".into()),
+                sysctls: vec![("base_slice_ns".into(), "3000000".into())],
+            },
+            calibrate: None,
+            warmup: 1,
+            runs: 3,
+            workload: vec!["hackbench".into(), "-p".into(), "it's".into()],
+            builtin: true,
+        }
+    }
+
     #[test]
-    fn script_quotes_the_workload_and_lists_features() {
-        let s = init_script(&["NO_WAKEUP_PREEMPTION".into()], 3, &["hackbench".into(), "-p".into(), "it's".into()]);
-        assert!(s.contains("for f in 'NO_WAKEUP_PREEMPTION'; do setfeat"));
-        assert!(s.contains(r"schedlab native --json 'hackbench' '-p' 'it'\''s' >"));
-        assert!(s.contains("-le 3 ]"));
+    fn script_quotes_the_workload_and_orders_the_writes() {
+        let s = init_script(&plan());
         assert!(s.starts_with("#!/bin/busybox sh\n"));
+        assert!(s.contains(r"schedlab native --json --builtin 'hackbench' '-p' 'it'\''s' >"));
+        assert!(s.contains("-le 4 ]"), "1 warm-up + 3 runs");
+        assert!(s.contains("-le 1 ]; then kind=warmup"));
+        // Features and the preemption model (hotplug around them) before the sysctls.
+        let feat = s.find("setfeat 'NO_WAKEUP_PREEMPTION'\n").unwrap();
+        let pre = s.find("setpreempt 'full'\n").unwrap();
+        let sys = s.find("setsysctl 'base_slice_ns' '3000000'\n").unwrap();
+        assert!(feat < pre && pre < sys);
+        assert!(!s.contains("schedlab calibrate"));
+    }
+
+    #[test]
+    fn calibration_is_asked_for() {
+        let mut p = plan();
+        p.calibrate = Some(vec!["--scale".into(), "0.2".into()]);
+        let s = init_script(&p);
+        let cal = s.find("schedlab calibrate '--scale' '0.2' -o /tmp/cost.toml").unwrap();
+        assert!(cal < s.find("schedlab native").unwrap());
     }
 }

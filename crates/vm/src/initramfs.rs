@@ -1,6 +1,7 @@
-//! The initramfs, built on the host: a static busybox, the guest `/init`
-//! ([`crate::guest::init_script`]), the `schedlab` binary itself and the real benchmark tools
-//! the host has, each with the shared libraries it links (from `ldd`), at their host paths.
+//! The initramfs, built on the host: a static busybox, the `schedlab` binary itself and the
+//! real benchmark tools the host has, each with the shared libraries it links (from `ldd`), at
+//! their host paths, built once per command; and per boot the guest `/init`
+//! ([`crate::guest::init_script`]) appended as a second archive.
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -145,11 +146,11 @@ pub struct Built {
     pub tools: Vec<String>,
 }
 
-/// Writes `dir/initramfs.cpio.gz`: busybox, `init` (the script), `schedlab` (the binary at
-/// `schedlab_bin`) and the installed [`TOOLS`], with their libraries.
-pub fn build(dir: &Path, init: &str, schedlab_bin: &Path) -> Result<Built, VmError> {
+/// Writes `dir/base.cpio.gz`: busybox, `schedlab` (the binary at `schedlab_bin`) and the
+/// installed [`TOOLS`], with their libraries; no `/init` ([`with_init`] adds one per boot).
+pub fn build(dir: &Path, schedlab_bin: &Path) -> Result<Built, VmError> {
     let busybox = find_static_busybox()?;
-    let path = dir.join("initramfs.cpio.gz");
+    let path = dir.join("base.cpio.gz");
     let file = std::fs::File::create(&path).map_err(|e| VmError::System(format!("{}: {e}", path.display())))?;
     // The fast level: the schedlab binary dominates the archive, and the guest inflates it
     // under emulation, where a smaller archive barely pays for itself.
@@ -162,7 +163,6 @@ pub fn build(dir: &Path, init: &str, schedlab_bin: &Path) -> Result<Built, VmErr
     for a in APPLETS {
         img.symlink(&format!("/bin/{a}"), "busybox")?;
     }
-    img.data("/init", 0o755, init.as_bytes())?;
     img.binary(schedlab_bin, "/bin/schedlab")?;
     let mut tools = vec![];
     for t in TOOLS {
@@ -175,6 +175,22 @@ pub fn build(dir: &Path, init: &str, schedlab_bin: &Path) -> Result<Built, VmErr
     gz.finish().map_err(io)?.flush().map_err(io)?;
     let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
     Ok(Built { path, bytes, tools })
+}
+
+/// Writes `out`: the base archive followed by a second gzip'd cpio archive holding only
+/// `/init`. The kernel unpacks concatenated archives in order (`unpack_to_rootfs` in
+/// `init/initramfs.c` loops over the buffer), so one base serves every boot of a command and
+/// only the small script differs.
+pub fn with_init(base: &Built, init: &str, out: &Path) -> Result<u64, VmError> {
+    std::fs::copy(&base.path, out).map_err(|e| VmError::System(format!("{}: {e}", out.display())))?;
+    let file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(out)
+        .map_err(|e| VmError::System(format!("{}: {e}", out.display())))?;
+    let mut cpio = CpioWriter::new(GzEncoder::new(std::io::BufWriter::new(file), Compression::fast()));
+    cpio.file("/init", 0o755, init.as_bytes()).map_err(io)?;
+    cpio.finish().map_err(io)?.finish().map_err(io)?.flush().map_err(io)?;
+    Ok(std::fs::metadata(out).map(|m| m.len()).unwrap_or(0))
 }
 
 #[cfg(test)]

@@ -2,12 +2,17 @@
 //! A/B can be measured on a kernel (stock or patched) this machine does not run.
 //!
 //! The pieces, in the order a run uses them: [`kernel`] (a Debian kernel package, cached, or
-//! a user's image), [`guest`] (the guest's `/init`), [`initramfs`] and [`cpio`] (the archive
-//! built on the host), [`qemu`] (one boot, killed by pid on timeout), [`console`] (the guest's
-//! report read back from the serial console), [`run`] (variants, repetitions, the table) and
-//! [`cleanup`] (what Ctrl-C must undo).
+//! a user's image), [`spec`] (what a guest can be told: features, sysctls, the preemption
+//! model), [`guest`] (the guest's `/init`), [`initramfs`] and [`cpio`] (the archive built on
+//! the host), [`qemu`] (one boot, killed by pid on timeout), [`console`] (the agent's report
+//! from its serial port, oopses from the console), [`session`] (a kernel booted any number of
+//! times), [`schedstat`] (`/proc/schedstat` deltas per version), then the commands: [`run`]
+//! (`vm run`), [`compare`] (`compare --vm`: the model's A/B table from real boots) and
+//! [`validate`] (`validate --vm`: guest beside the model with the guest's calibrated costs);
+//! [`cleanup`] is what Ctrl-C must undo.
 
 pub mod cleanup;
+pub mod compare;
 pub mod console;
 pub mod cpio;
 pub mod guest;
@@ -15,11 +20,16 @@ pub mod initramfs;
 pub mod kernel;
 pub mod qemu;
 pub mod run;
+pub mod schedstat;
+pub mod session;
+pub mod spec;
+pub mod validate;
 
 pub use cleanup::interrupt;
 pub use kernel::KernelSource;
 pub use qemu::Accel;
 pub use run::{Variant, VmOptions, VmReport, parse_topology, run};
+pub use session::{Session, SessionOptions};
 
 /// Why a vm run failed.
 #[derive(Debug)]

@@ -52,15 +52,27 @@ fn kvm_works() -> bool {
     v == 12
 }
 
-/// What one boot left on the console.
+/// What one boot left on the console and the agent's port.
 #[derive(Debug)]
 pub struct Boot {
+    /// The kernel console (ttyS0), with qemu's own stderr lines prefixed `qemu: `.
     pub lines: Vec<String>,
+    /// The agent's port (ttyS1).
+    pub agent: Vec<String>,
     /// Host seconds from qemu's start to the guest agent's first line (kernel boot and
     /// initramfs unpacking).
     pub boot_secs: Option<f64>,
     pub total_secs: f64,
     pub timed_out: bool,
+    /// qemu's report that KVM could not run the guest ("emulation failure", "KVM internal
+    /// error"): qemu then pauses the VM forever, so it was killed at once.
+    pub kvm_failed: Option<String>,
+}
+
+/// qemu's stderr lines that mean KVM stopped the guest for good (a nested or partial KVM that
+/// answers `/dev/kvm` but cannot emulate an instruction the guest uses).
+fn is_kvm_failure(line: &str) -> bool {
+    line.contains("emulation failure") || line.contains("KVM internal error")
 }
 
 pub fn qemu_binary() -> Result<&'static str, VmError> {
@@ -74,8 +86,15 @@ pub fn qemu_binary() -> Result<&'static str, VmError> {
     }
 }
 
-/// The qemu command line for one boot.
-pub fn command(accel: Accel, nr_cpus: u32, kernel: &Path, initrd: &Path, append: &str) -> Result<Command, VmError> {
+/// The qemu command line for one boot: ttyS0 on qemu's stdout, ttyS1 into `agent_out`.
+pub fn command(
+    accel: Accel,
+    nr_cpus: u32,
+    kernel: &Path,
+    initrd: &Path,
+    append: &str,
+    agent_out: &Path,
+) -> Result<Command, VmError> {
     let mut c = Command::new(qemu_binary()?);
     match accel {
         Accel::Kvm => c.args(["-accel", "kvm", "-cpu", "host"]),
@@ -83,7 +102,10 @@ pub fn command(accel: Accel, nr_cpus: u32, kernel: &Path, initrd: &Path, append:
     };
     c.arg("-smp")
         .arg(nr_cpus.to_string())
-        .args(["-m", "512M", "-nographic", "-nic", "none", "-no-reboot", "-kernel"])
+        .args(["-m", "512M", "-display", "none", "-vga", "none", "-monitor", "none", "-serial", "stdio"])
+        .arg("-serial")
+        .arg(format!("file:{}", agent_out.display()))
+        .args(["-nic", "none", "-no-reboot", "-kernel"])
         .arg(kernel)
         .arg("-initrd")
         .arg(initrd)
@@ -92,8 +114,14 @@ pub fn command(accel: Accel, nr_cpus: u32, kernel: &Path, initrd: &Path, append:
     Ok(c)
 }
 
-/// Runs `cmd` to its end or `timeout`; every console line is also passed to `echo` (progress).
-pub fn boot(mut cmd: Command, timeout: Duration, echo: &(dyn Fn(&str) + Sync)) -> Result<Boot, VmError> {
+/// Runs `cmd` (from [`command`], whose agent file is `agent_out`) to its end or `timeout`;
+/// every console line is also passed to `echo` (progress).
+pub fn boot(
+    mut cmd: Command,
+    timeout: Duration,
+    echo: &(dyn Fn(&str) + Sync),
+    agent_out: &Path,
+) -> Result<Boot, VmError> {
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let start = Instant::now();
     let mut child = cmd.spawn().map_err(|e| VmError::System(format!("starting qemu: {e}")))?;
@@ -101,6 +129,7 @@ pub fn boot(mut cmd: Command, timeout: Duration, echo: &(dyn Fn(&str) + Sync)) -
     crate::cleanup::register_pid(pid);
     let lines = Arc::new(Mutex::new(Vec::<String>::new()));
     let first_mark = Arc::new(Mutex::new(None::<f64>));
+    let kvm_failed = Arc::new(Mutex::new(None::<String>));
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
         let _ = child.kill();
         let _ = child.wait();
@@ -124,15 +153,23 @@ pub fn boot(mut cmd: Command, timeout: Duration, echo: &(dyn Fn(&str) + Sync)) -
                 l.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(line);
             }
         });
-        let l = lines.clone();
+        let (l, kf) = (lines.clone(), kvm_failed.clone());
         s.spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if is_kvm_failure(&line) {
+                    kf.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get_or_insert(line.clone());
+                }
                 l.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(format!("qemu: {line}"));
             }
         });
         loop {
             match child.try_wait() {
                 Ok(Some(_)) => break Ok(false),
+                Ok(None) if kvm_failed.lock().unwrap_or_else(std::sync::PoisonError::into_inner).is_some() => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break Ok(false);
+                }
                 Ok(None) if start.elapsed() >= timeout => {
                     // By pid: the Child still owns it (not reaped), so it is our qemu.
                     let _ = child.kill();
@@ -152,5 +189,10 @@ pub fn boot(mut cmd: Command, timeout: Duration, echo: &(dyn Fn(&str) + Sync)) -
     let timed_out = result?;
     let lines = std::mem::take(&mut *lines.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
     let boot_secs = *first_mark.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    Ok(Boot { lines, boot_secs, total_secs: start.elapsed().as_secs_f64(), timed_out })
+    // The serial port's bytes as the guest wrote them: "\r\n" line ends (the tty's ONLCR).
+    let agent = std::fs::read(agent_out)
+        .map(|b| String::from_utf8_lossy(&b).lines().map(|l| l.trim_end_matches('\r').to_string()).collect())
+        .unwrap_or_default();
+    let kvm_failed = kvm_failed.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+    Ok(Boot { lines, agent, boot_secs, total_secs: start.elapsed().as_secs_f64(), timed_out, kvm_failed })
 }

@@ -2,21 +2,13 @@
 //! oopses), each running the workload `runs` times in the guest, and the per-variant table.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
-use std::time::Duration;
 
 use crate::VmError;
-use crate::console::{self, GuestRun};
-use crate::guest;
-use crate::initramfs;
-use crate::kernel::{self, Kernel, KernelSource};
-use crate::qemu::{self, Accel};
-
-/// The kernel command line: the serial console; warnings and worse only (so kernel messages
-/// rarely split the agent's lines); an oops panics and a panic exits qemu at once
-/// (`-no-reboot`); schedstats on, so `/proc/<tid>/sched` has the wakeup counters; the TSC
-/// trusted as the clocksource, as in the ground truth's guests.
-pub const APPEND: &str = "console=ttyS0 loglevel=4 panic=-1 oops=panic schedstats=enable tsc=reliable";
+use crate::console::GuestRun;
+use crate::guest::{self, GuestPlan, Settings};
+use crate::kernel::Kernel;
+use crate::qemu::Accel;
+use crate::session::{Session, SessionOptions};
 
 /// A variant: `default` (the kernel's own features) or feature tokens to write.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,18 +45,12 @@ pub fn parse_topology(spec: &str) -> Result<u32, VmError> {
 }
 
 pub struct VmOptions {
-    pub kernel: KernelSource,
-    pub nr_cpus: u32,
+    pub session: SessionOptions,
     pub variants: Vec<Variant>,
     pub runs: u32,
+    /// Repetitions run first in each boot and discarded.
+    pub warmup: u32,
     pub workload: Vec<String>,
-    pub accel: Accel,
-    /// Per boot.
-    pub timeout: Duration,
-    /// The schedlab binary to put in the guest (the running one, for the cli).
-    pub schedlab_bin: PathBuf,
-    /// Called with progress lines (and every console line when `verbose`).
-    pub verbose: bool,
 }
 
 #[derive(Debug)]
@@ -84,8 +70,8 @@ pub struct VmReport {
     pub accel: Accel,
     pub release: String,
     pub online: String,
-    pub initramfs_bytes: u64,
     pub tools: Vec<String>,
+    pub warmup: u32,
     pub variants: Vec<VariantResult>,
 }
 
@@ -98,97 +84,38 @@ pub fn run(opts: &VmOptions, note: &(dyn Fn(&str) + Sync)) -> Result<VmReport, V
     if opts.workload.is_empty() {
         return Err(VmError::Usage("no workload given (e.g. `hackbench -p -g 1 -l 20`)".into()));
     }
-    qemu::qemu_binary()?;
-    let kernel = kernel::resolve(&opts.kernel)?;
-    let accel = opts.accel.resolve();
-    note(&format!("vm: kernel {}, {} vCPUs, accelerator {}", kernel.label, opts.nr_cpus, accel.name()));
+    let mut session = Session::new(&opts.session, note)?;
     let mut out = VmReport {
-        kernel,
-        accel,
+        kernel: session.kernel.clone(),
+        accel: session.accel,
         release: String::new(),
         online: String::new(),
-        initramfs_bytes: 0,
-        tools: vec![],
+        tools: session.tools().to_vec(),
+        warmup: opts.warmup,
         variants: vec![],
     };
     for v in &opts.variants {
-        let tmp = crate::cleanup::TempDir::new("initramfs")?;
-        let init = guest::init_script(&v.features, opts.runs, &opts.workload);
-        let built = initramfs::build(tmp.path(), &init, &opts.schedlab_bin)?;
-        out.initramfs_bytes = built.bytes;
-        out.tools = built.tools.clone();
-        let mut retried = vec![];
-        let result = loop {
-            let cmd = qemu::command(accel, opts.nr_cpus, &out.kernel.image, &built.path, APPEND)?;
-            note(&format!("vm: booting for variant {} ({} runs)", v.name, opts.runs));
-            let echo = |l: &str| {
-                if opts.verbose {
-                    note(l)
-                }
-            };
-            let boot = qemu::boot(cmd, opts.timeout, &echo)?;
-            if crate::cleanup::interrupted() {
-                return Err(VmError::System("interrupted".into()));
-            }
-            let c = console::parse(&boot.lines);
-            if let Some(at) = c.oops_at {
-                let tail = console::tail(&boot.lines[..(at + 40).min(boot.lines.len())], 60);
-                if retried.is_empty() {
-                    note(&format!(
-                        "vm: the guest oopsed (variant {}); retrying in a fresh boot. Console:\n{tail}",
-                        v.name
-                    ));
-                    retried.push(tail);
-                    continue;
-                }
-                return Err(VmError::Guest(format!("the guest oopsed twice (variant {}); console:\n{tail}", v.name)));
-            }
-            if boot.timed_out {
-                return Err(VmError::Guest(format!(
-                    "the guest did not finish within {} s (variant {}); qemu was killed; console tail:\n{}",
-                    opts.timeout.as_secs(),
-                    v.name,
-                    console::tail(&boot.lines, 30)
-                )));
-            }
-            if let Some(e) = c.errors.first() {
-                let msg = format!("--variant {}: {e}", v.name);
-                // A feature the kernel does not have is the user's to fix (exit 2).
-                return Err(if e.starts_with("unknown feature") {
-                    VmError::Usage(msg)
-                } else {
-                    VmError::Guest(format!("guest agent: {msg}"))
-                });
-            }
-            if !c.ended {
-                return Err(VmError::Guest(format!(
-                    "the guest stopped before its agent finished (variant {}); console tail:\n{}",
-                    v.name,
-                    console::tail(&boot.lines, 30)
-                )));
-            }
-            let mut runs = vec![];
-            for r in c.runs {
-                runs.push(r.map_err(|e| VmError::Guest(format!("variant {}: {e}", v.name)))?);
-            }
-            if runs.len() != opts.runs as usize {
-                return Err(VmError::Guest(format!(
-                    "variant {}: {} of {} runs reported",
-                    v.name,
-                    runs.len(),
-                    opts.runs
-                )));
-            }
-            out.release = c.release.unwrap_or_default();
-            out.online = c.online.unwrap_or_default();
-            break VariantResult {
-                variant: v.clone(),
-                features: c.features.unwrap_or_default(),
-                boot_secs: boot.boot_secs,
-                total_secs: boot.total_secs,
-                runs,
-                retried,
-            };
+        let plan = GuestPlan {
+            settings: Settings { features: v.features.clone(), ..Settings::default() },
+            calibrate: None,
+            warmup: opts.warmup,
+            runs: opts.runs,
+            workload: opts.workload.clone(),
+            builtin: false,
+        };
+        note(&format!("vm: booting for variant {} ({} runs)", v.name, opts.runs));
+        let b = session.boot(&plan, &format!("--variant {}", v.name), note)?;
+        // The accelerator actually used (auto falls back to TCG when KVM fails).
+        out.accel = session.accel;
+        out.release = b.console.release.clone().unwrap_or_default();
+        out.online = b.console.online.clone().unwrap_or_default();
+        let result = VariantResult {
+            variant: v.clone(),
+            features: b.console.features.clone().unwrap_or_default(),
+            boot_secs: b.boot_secs,
+            total_secs: b.total_secs,
+            runs: b.runs,
+            retried: b.retried,
         };
         note(&format!(
             "vm: variant {} done in {:.1} s (boot {:.1} s)",
@@ -231,6 +158,7 @@ impl VmReport {
             "hz": hz,
             "preempt": preempt,
             "tools": self.tools,
+            "warmup_runs_discarded": self.warmup,
             "variants": self.variants.iter().map(|v| json!({
                 "variant": v.variant.name,
                 "features": v.features,
@@ -272,9 +200,10 @@ impl VmReport {
         let Some(first) = self.variants.first().and_then(|v| v.runs.first()) else { return s };
         let _ = writeln!(
             s,
-            "# per {}; median (min-max) over {} runs; {} in the guest's emulated time",
+            "# per {}; median (min-max) over {} runs in one boot per variant, after {} warm-up run(s) discarded; {} in the guest's time",
             first.op,
             first_runs(self),
+            self.warmup,
             first.metric_name
         );
         let _ = writeln!(

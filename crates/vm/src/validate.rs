@@ -1,0 +1,273 @@
+//! `schedlab validate --vm KERNEL`: a benchmark on a real kernel in qemu beside the model of
+//! that kernel, in the side-by-side table of `native::validate` (the same rows, criteria and
+//! rendering as `validate` on this machine).
+//!
+//! The model runs with the guest's own costs: the first boot runs `schedlab calibrate` in the
+//! guest before its workload (the same microbenchmarks and derivations as on a host; in a VM
+//! guest the cross-CPU ping-pong gives the halted-vCPU wakeup cost), and its cost file is
+//! applied to the `smp:N` machine. The model's kernel is the preset nearest to the guest's
+//! release, with the guest kernel's HZ (its config) and the preemption model the guest reports
+//! in force (`sched/preempt`). Each repetition is a separate boot with warm-up runs discarded;
+//! the model runs seeds `seed..seed+runs`.
+
+use native::validate::{self as nv, Figures, Row};
+
+use crate::VmError;
+use crate::compare::record;
+use crate::console::GuestRun;
+use crate::guest::GuestPlan;
+use crate::session::{Session, SessionOptions};
+use crate::spec;
+
+/// Repetitions of each of the guest's calibration microbenchmarks (the host default is 5):
+/// under TCG every microbenchmark runs 20-50x slower.
+pub const GUEST_CALIBRATE_REPETITIONS: u32 = 3;
+
+pub struct ValidateRequest {
+    pub session: SessionOptions,
+    pub runs: u32,
+    pub warmup: u32,
+    pub workload: Vec<String>,
+    /// A guest SPEC applied to the guest and the model alike (`default`, features, sysctls,
+    /// `preempt=`).
+    pub variant: String,
+    /// Calibrate in the guest (else the model keeps the `smp:N` machine's costs plus `costs`).
+    pub calibrate: bool,
+    /// `schedlab calibrate --scale` in the guest.
+    pub calibrate_scale: f64,
+    /// Cost overrides applied after the calibration.
+    pub costs: Vec<(String, u64)>,
+    /// First seed of the model's runs.
+    pub seed: u64,
+}
+
+pub struct VmValidation {
+    pub kernel_label: String,
+    pub accel: String,
+    pub nr_cpus: u32,
+    pub release: String,
+    pub preset: String,
+    /// What the model was set to and why (preset match, HZ and preemption sources).
+    pub model_notes: Vec<String>,
+    /// The cost keys the model ran with that differ from the `smp:N` defaults.
+    pub costs: Vec<(String, u64)>,
+    /// The cost file the guest's calibration wrote.
+    pub cost_file: Vec<String>,
+    pub metric_name: String,
+    pub op: String,
+    pub guest: Vec<Figures>,
+    pub sim: Vec<Figures>,
+    pub rows: Vec<Row>,
+    pub warmup: u32,
+    pub tools: Vec<String>,
+}
+
+/// The model's configuration for the guest: the preset nearest to its release, its HZ and its
+/// preemption model in force, then the variant's tokens.
+fn model_variant(
+    release: &str,
+    hz: Option<u32>,
+    preempt_file: Option<&str>,
+    v: &spec::GuestVariant,
+) -> Result<(sim::kernel::Variant, Vec<String>), VmError> {
+    // `none (voluntary) full`: the model in force is in parentheses.
+    let preempt = preempt_file.and_then(|t| Some(&t[t.find('(')? + 1..t.find(')')?]));
+    let (mut config, m, _) = native::host::model_config(release, hz, preempt).map_err(VmError::Guest)?;
+    let mut notes = vec![format!(
+        "kernel preset {} for release {release}{}",
+        m.preset,
+        if m.exact { "" } else { " (the nearest: no preset for this version)" }
+    )];
+    notes.push(match hz {
+        Some(h) => format!("HZ {h} from the kernel's config"),
+        None => format!("HZ {} (the preset's: the image has no config beside it)", config.hz),
+    });
+    notes.push(match preempt {
+        Some(p) if sim::config::PreemptModel::parse(p).is_some() => {
+            format!("preempt {p}, as the guest reports it in force")
+        }
+        _ => format!("preempt {} (the preset's)", config.preempt.name()),
+    });
+    let model_err = |what: String| VmError::Usage(format!("--features/--variant: the model cannot express {what}"));
+    for f in &v.settings.features {
+        config.features.apply(f).map_err(|e| model_err(format!("`{f}`: {e}")))?;
+    }
+    for (k, val) in &v.settings.sysctls {
+        config.sysctl.set(k, val).map_err(|e| model_err(format!("`{k}={val}`: {e}")))?;
+    }
+    if let Some(p) = &v.settings.preempt {
+        config.preempt = sim::config::PreemptModel::parse(p)
+            .ok_or_else(|| model_err(format!("`preempt={p}`: not none, voluntary, full or lazy")))?;
+        config.check_preempt().map_err(|e| model_err(format!("`preempt={p}`: {e}")))?;
+    }
+    let spec = format!("{} {}", m.preset, v.spec);
+    Ok((sim::kernel::Variant { spec, config, patches: vec![] }, notes))
+}
+
+/// Figures of a guest run, computed as the model's are (`native::validate::sim_figures` on the
+/// same counters, which the guest reads exactly from schedstats); no wakeup latencies (that
+/// needs a trace).
+fn guest_figures(run: &GuestRun, ops: Option<u64>) -> Figures {
+    let rec = record(run, "guest", "", "", 0);
+    Figures { lat_p50_us: None, lat_p99_us: None, ..nv::sim_figures(&rec, ops) }
+}
+
+pub fn validate(req: &ValidateRequest, note: &(dyn Fn(&str) + Sync)) -> Result<VmValidation, VmError> {
+    if req.runs == 0 {
+        return Err(VmError::Usage("--runs 0: at least one boot".into()));
+    }
+    let v = spec::parse(&req.variant, None, "--features")?;
+    let nr_cpus = req.session.nr_cpus;
+    let wl = workload::bench::parse_benchmark_on(&req.workload, nr_cpus).map_err(|e| VmError::Usage(e.to_string()))?;
+    let ops = native::run::operations(&wl);
+    let (ops_n, op) = (ops.map(|o| o.0), ops.map_or("switch", |o| o.1));
+    let mut topology = machine::resolve_topology(&format!("smp:{nr_cpus}")).map_err(VmError::Usage)?;
+    // Bad cost keys fail before anything boots.
+    for (k, ns) in &req.costs {
+        topology.costs.clone().set(k, *ns).map_err(|e| VmError::Usage(format!("--cost: {e}")))?;
+    }
+    let defaults = topology.costs.clone();
+    let mut session = Session::new(&req.session, note)?;
+    let mut guest = Vec::new();
+    let (mut release, mut preempt_file, mut cost_file) = (String::new(), None, Vec::new());
+    for i in 0..req.runs {
+        let plan = GuestPlan {
+            settings: v.settings.clone(),
+            calibrate: (i == 0 && req.calibrate).then(|| {
+                let scale = req.calibrate_scale.to_string();
+                ["--scale", scale.as_str(), "--repetitions", &GUEST_CALIBRATE_REPETITIONS.to_string()]
+                    .map(String::from)
+                    .to_vec()
+            }),
+            warmup: req.warmup,
+            runs: 1,
+            workload: req.workload.clone(),
+            builtin: true,
+        };
+        note(&format!(
+            "vm: boot {}/{}{}",
+            i + 1,
+            req.runs,
+            if plan.calibrate.is_some() { " (with schedlab calibrate first)" } else { "" }
+        ));
+        let b = session.boot(&plan, &format!("boot {}", i + 1), note)?;
+        release = b.console.release.clone().unwrap_or_default();
+        preempt_file = b.console.preempt.clone();
+        if plan.calibrate.is_some() {
+            cost_file = b.console.cost_lines.clone();
+        }
+        guest.extend(b.runs.iter().map(|r| guest_figures(r, ops_n)));
+    }
+    if req.calibrate {
+        let keys = machine::parse_cost_toml(&cost_file.join("\n"), "the guest's calibration")
+            .map_err(|e| VmError::Guest(e.to_string()))?;
+        for (k, ns) in keys {
+            topology.costs.set(&k, ns).map_err(|e| VmError::Guest(format!("the guest's calibration: {e}")))?;
+        }
+    }
+    for (k, ns) in &req.costs {
+        topology.costs.set(k, *ns).map_err(|e| VmError::Usage(format!("--cost: {e}")))?;
+    }
+    let costs: Vec<(String, u64)> = sim::topology::Costs::KEYS
+        .iter()
+        .filter_map(|(k, _)| {
+            let (now, before) = (topology.costs.get(k)?, defaults.get(k)?);
+            (now != before).then(|| (k.to_string(), now))
+        })
+        .collect();
+    let (hz, _) = session.kernel.sched_config();
+    let (variant, model_notes) = model_variant(&release, hz, preempt_file.as_deref(), &v)?;
+    note(&format!("vm: the model ({}) on smp:{nr_cpus}, {} seeds", variant.spec, req.runs));
+    let records =
+        nv::run_model_seeds(&variant, &topology, &req.workload, req.seed, req.runs, None).map_err(VmError::Usage)?;
+    let sim: Vec<Figures> = records.iter().map(|r| nv::sim_figures(r, ops_n)).collect();
+    let rows = nv::rows(wl.metric.name, op, &guest, &sim);
+    Ok(VmValidation {
+        kernel_label: session.kernel.label.clone(),
+        accel: session.accel.name().to_string(),
+        nr_cpus,
+        release,
+        preset: variant.spec.clone(),
+        model_notes,
+        costs,
+        cost_file,
+        metric_name: wl.metric.name.to_string(),
+        op: op.to_string(),
+        guest,
+        sim,
+        rows,
+        warmup: req.warmup,
+        tools: session.tools().to_vec(),
+    })
+}
+
+impl VmValidation {
+    /// The header and the side-by-side table (guest against model), within 100 columns.
+    pub fn render(&self, workload: &[String]) -> String {
+        let mut head = vec![
+            format!(
+                "validate --vm {} (release {}): {} guest boots vs {} simulated seeds, {} vCPUs, {}",
+                self.kernel_label,
+                self.release,
+                self.guest.len(),
+                self.sim.len(),
+                self.nr_cpus,
+                self.accel
+            ),
+            format!("workload: {}", lab::words::join(workload)),
+            format!(
+                "guest: one measured run per boot after {} warm-up run(s) discarded, schedlab's built-in workers \
+                 (every task read as a zombie); tools in the initramfs: {}",
+                self.warmup,
+                if self.tools.is_empty() { "none".to_string() } else { self.tools.join(", ") }
+            ),
+            format!("model: {} on smp:{}; {}", self.preset, self.nr_cpus, self.model_notes.join("; ")),
+        ];
+        let costs: Vec<String> = self.costs.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        head.push(if self.cost_file.is_empty() {
+            format!(
+                "model costs: the smp:N machine's, with {}",
+                if costs.is_empty() { "no changes".into() } else { costs.join(" ") }
+            )
+        } else {
+            format!(
+                "model costs from the guest's `schedlab calibrate` (keys that differ from smp:N's): {}",
+                costs.join(" ")
+            )
+        });
+        let emulated = if self.accel.starts_with("TCG") { " (emulated under TCG)" } else { "" };
+        head.push(format!("{} in the guest's time{emulated}", self.metric_name));
+        let mut s = String::new();
+        for h in head {
+            for line in lab::report::wrap(&h, 100, "# ", "#   ") {
+                s += &line;
+                s.push('\n');
+            }
+        }
+        s += &nv::render_rows_as(&self.rows, "guest", "gst");
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_model_follows_the_guest_kernel() {
+        let v = spec::parse("NO_WAKEUP_PREEMPTION base_slice_ns=3000000", None, "--features").unwrap();
+        let (m, notes) = model_variant("6.12.117+deb13-amd64", Some(250), Some("none (voluntary) full"), &v).unwrap();
+        assert_eq!(m.spec, "v6.12 NO_WAKEUP_PREEMPTION base_slice_ns=3000000");
+        assert_eq!(m.config.preempt, sim::config::PreemptModel::Voluntary);
+        assert_eq!(m.config.hz, 250);
+        assert!(!m.config.features.has(sim::features::Feature::WAKEUP_PREEMPTION));
+        assert_eq!(m.config.sysctl.base_slice_ns, Some(3_000_000));
+        assert!(notes[0].starts_with("kernel preset v6.12 for release 6.12.117"), "{notes:?}");
+        // A feature the guest has and the model does not: a usage error naming it.
+        let v = spec::parse("NO_SUCH_THING", None, "--features").unwrap();
+        match model_variant("6.12.117", None, None, &v) {
+            Err(VmError::Usage(m)) => assert!(m.contains("`NO_SUCH_THING`"), "{m}"),
+            other => panic!("{:?}", other.map(|x| x.0.spec)),
+        }
+    }
+}
