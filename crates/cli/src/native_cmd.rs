@@ -142,6 +142,7 @@ pub fn host_kernel_config() -> anyhow::Result<sim::config::SchedConfig> {
     if let Some(hz) = h.hz {
         cfg.hz = hz;
     }
+    cfg.sysctl.autogroup = native::host::autogroup_enabled();
     if let Some(p) = &h.preempt {
         match sim::config::PreemptModel::parse(p) {
             Some(model) => cfg.preempt = model,
