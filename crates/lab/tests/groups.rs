@@ -77,7 +77,7 @@ fn pipe_two_groups_weigh_as_root_tasks_one_group_reweights() {
         let key = |r: &SimReport| (r.counters.nr_switches, r.counters.nr_involuntary_switches, r.simulated_ns);
         assert_eq!(key(&two), key(&root), "{kernel}: -G A,B is the root-group ping-pong");
         assert_ne!(key(&one), key(&root), "{kernel}: one shared group reweights the pair");
-        assert!(root.counters.nr_switches >= 10_000, "{kernel}: the pinned pair switches every loop");
+        assert!(root.counters.nr_switches >= 5_000, "{kernel}: the pinned pair switches every loop");
     }
 }
 
