@@ -2,6 +2,7 @@
 //! -G`, rt-app `taskgroup` with `--cgroup-weight`, each run with the invariant checker on
 //! (which covers every group runqueue's load and `h_nr_*` counts). Each case simulates at most
 //! 2 s on one or two CPUs (under a second of CPU time each in a debug build).
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
 
 use std::path::PathBuf;
 
