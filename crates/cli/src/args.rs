@@ -143,6 +143,18 @@ pub struct RunArgs {
     /// e.g. --background 'stress-ng --cpu 4' (repeatable).
     #[arg(long, value_name = "COMMAND")]
     pub background: Vec<String>,
+    /// Autogroup (a task group per session: the workload and each --background its own):
+    /// on or off. Default: the kernel's sched_autogroup_enabled (on for every preset; the
+    /// host's /proc/sys/kernel/sched_autogroup_enabled for --kernel host).
+    #[arg(long, value_name = "on|off")]
+    pub autogroup: Option<String>,
+    /// Put the foreground workload in this cgroup (cgroup v2 cpu controller), e.g. /bench.
+    #[arg(long, value_name = "PATH")]
+    pub cgroup: Option<String>,
+    /// A cgroup's cpu.weight (1..10000, default 100) or `idle` (cpu.idle = 1), e.g.
+    /// --cgroup-weight /bench=200 (repeatable).
+    #[arg(long, value_name = "PATH=W")]
+    pub cgroup_weight: Vec<String>,
     /// Write the scheduler trace to FILE.txt (ftrace text) or FILE.pftrace (Perfetto).
     #[arg(long, value_name = "FILE")]
     pub trace: Option<std::path::PathBuf>,

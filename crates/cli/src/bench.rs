@@ -130,6 +130,7 @@ fn run_case(case: Case) -> anyhow::Result<Timed> {
         tasks: case.tasks,
         objects: case.objects,
         check_invariants: case.check,
+        groups: Vec::new(),
     };
     let sim = Sim::new(setup).map_err(anyhow::Error::msg)?;
     let (t0, c0) = (Instant::now(), thread_cpu_ns());
@@ -158,6 +159,7 @@ fn memory_per_task_kib(n: u32) -> anyhow::Result<Option<f64>> {
         tasks: mix(n),
         objects: vec![],
         check_invariants: false,
+        groups: Vec::new(),
     };
     let sim = Sim::new(setup).map_err(anyhow::Error::msg)?;
     let report = sim.run()?;

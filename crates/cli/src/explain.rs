@@ -293,7 +293,7 @@ pub fn explain(a: &ExplainArgs) -> anyhow::Result<()> {
     }
     let resolve = || -> anyhow::Result<(ResolvedWorkload, SimSetup)> {
         let wl = lab::runner::resolve_workload_on(&a.workload, &background, ncpus).map_err(UserError)?;
-        let mut tasks = wl.tasks.clone();
+        let (mut tasks, groups) = wl.grouped_tasks(base.config.sysctl.autogroup);
         if let Some(c) = &cpus {
             for t in &mut tasks {
                 t.cpus = Some(c.clone());
@@ -310,6 +310,7 @@ pub fn explain(a: &ExplainArgs) -> anyhow::Result<()> {
             tasks,
             objects: wl.objects.clone(),
             check_invariants: false,
+            groups,
         };
         Ok((wl, setup))
     };

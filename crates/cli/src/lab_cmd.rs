@@ -167,8 +167,15 @@ pub(crate) fn lab_err(e: LabError) -> anyhow::Error {
 pub fn kernels() -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     for k in sim::kernel::KERNELS {
-        writeln!(out, "{:<10} {} [source: {}]", k.name, k.summary, k.source)?;
+        let autogroup = if k.config().sysctl.autogroup { "on" } else { "off" };
+        writeln!(out, "{:<10} {} [autogroup: {autogroup}] [source: {}]", k.name, k.summary, k.source)?;
     }
+    let host = if native::host::autogroup_enabled() { "on" } else { "off" };
+    writeln!(
+        out,
+        "{:<10} this machine's kernel mapped to a preset [autogroup: {host}, from /proc/sys/kernel/sched_autogroup_enabled]",
+        "host"
+    )?;
     Ok(())
 }
 

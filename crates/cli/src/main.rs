@@ -118,6 +118,8 @@ fn topology(c: &TopologyCommand) -> anyhow::Result<()> {
         TopologyCommand::Host => match machine::host_topology() {
             Ok(t) => {
                 print!("{}", t.render());
+                let on = if native::host::autogroup_enabled() { "on" } else { "off" };
+                println!("autogroup: {on} (/proc/sys/kernel/sched_autogroup_enabled; the --kernel host default)");
                 Ok(())
             }
             Err(e) => user(format!("topology host: {e}")),

@@ -144,10 +144,11 @@ pub fn host_kernel_config() -> anyhow::Result<sim::config::SchedConfig> {
     let h = native::host::host_sched();
     let release = native::host::host_release().map_err(|e| UserError(format!("--kernel host: {e}")))?;
     match native::host::model_config(&release, h.hz, h.preempt.as_deref()) {
-        Ok((cfg, _, notes)) => {
+        Ok((mut cfg, _, notes)) => {
             for n in notes {
                 eprintln!("schedlab: {n}");
             }
+            cfg.sysctl.autogroup = native::host::autogroup_enabled();
             Ok(cfg)
         }
         Err(e) => user(format!("--kernel host: {e}")),

@@ -91,14 +91,16 @@ fn setup_from_command(command: &str, max_time_ns: u64) -> anyhow::Result<SimSetu
     }
     let bound =
         wl.time_limit(r.duration.map(|d| (d * 1e9).round() as u64), crate::run::DEFAULT_DURATION_NS).min(max_time_ns);
+    let (tasks, groups) = wl.grouped_tasks(cfg.sysctl.autogroup);
     Ok(SimSetup {
         sched: cfg,
         topology: topo,
         seed: r.sim.seed,
         limits: Limits { max_events: r.max_events, max_time_ns: bound },
-        tasks: wl.tasks,
+        tasks,
         objects: wl.objects,
         check_invariants: false,
+        groups,
     })
 }
 

@@ -32,6 +32,13 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
             t.cpus = Some(cpus.clone());
         }
     }
+    let group_flags = a.autogroup.iter().map(|v| ("--autogroup", v)).chain(a.cgroup.iter().map(|v| ("--cgroup", v)));
+    for (flag, value) in group_flags.chain(a.cgroup_weight.iter().map(|v| ("--cgroup-weight", v))) {
+        if let Err(e) = wl.group_options.take(flag, value) {
+            return user(e);
+        }
+    }
+    let (tasks, groups) = wl.grouped_tasks(cfg.sysctl.autogroup);
     for t in &wl.tasks {
         if let Some(cpus) = &t.cpus
             && let Some(bad) = cpus.iter().find(|&&c| c as usize >= topo.nr_cpus())
@@ -54,14 +61,16 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
         return user("--max-events: must be at least 1");
     }
     let max_time_ns = wl.time_limit(a.duration.map(|d| (d * 1e9).round() as u64), DEFAULT_DURATION_NS);
+    let (groups_shown, tasks_shown): (Vec<_>, Vec<u32>) = (groups.clone(), tasks.iter().map(|t| t.group).collect());
     let setup = SimSetup {
         sched: cfg.clone(),
         topology: topo.clone(),
         seed: a.sim.seed,
         limits: Limits { max_events: a.max_events, max_time_ns },
-        tasks: wl.tasks.clone(),
+        tasks,
         objects: wl.objects.clone(),
         check_invariants: a.check,
+        groups,
     };
     let trace = match &a.trace {
         Some(path) => Some(crate::tracefile::create(path, topo.nr_cpus() as u32, &reproduce(a))?),
@@ -93,6 +102,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
             writeln!(out)?;
         }
         write_text(&mut out, a, &cfg, &patches, &topo, &report, wl.name == "rtapp" || a.tasks, max_time_ns)?;
+        write_groups(&mut out, &groups_shown, &tasks_shown)?;
         write_metrics(&mut out, &wl, &report)?;
         eprintln!(
             "[{} events in {:.0} ms wall: {:.1} M events/s]",
@@ -207,7 +217,32 @@ pub fn reproduce(a: &RunArgs) -> String {
     for b in &a.background {
         cmd += &format!(" --background {}", lab::words::quote(b));
     }
+    if let Some(v) = &a.autogroup {
+        cmd += &format!(" --autogroup {v}");
+    }
+    if let Some(c) = &a.cgroup {
+        cmd += &format!(" --cgroup {}", lab::words::quote(c));
+    }
+    for w in &a.cgroup_weight {
+        cmd += &format!(" --cgroup-weight {}", lab::words::quote(w));
+    }
     cmd + " " + &lab::words::join(&a.workload)
+}
+
+/// One line naming the run's task groups and how many tasks each started with.
+fn write_groups(out: &mut impl Write, groups: &[sim::fair::group::GroupSpec], tasks: &[u32]) -> anyhow::Result<()> {
+    if groups.is_empty() {
+        return Ok(());
+    }
+    let root = tasks.iter().filter(|&&g| g == 0).count();
+    let mut parts = vec![format!("/ ({root} tasks)")];
+    for (i, g) in groups.iter().enumerate() {
+        let n = tasks.iter().filter(|&&t| t == i as u32 + 1).count();
+        let weight = if g.idle { "idle".to_string() } else { format!("shares {}", g.shares >> 10) };
+        parts.push(format!("{} ({n} tasks, {weight})", g.name));
+    }
+    writeln!(out, "# task groups: {}", parts.join(", "))?;
+    Ok(())
 }
 
 fn feature_tokens(f: &FeatureSet, kernel: &str) -> Vec<String> {

@@ -222,3 +222,40 @@ fn run_takes_specs_slices_and_late_options() {
     let np = ok(&["run", "--topology", "smp:4", "netperf", "--clients", "2", "-t", "TCP_RR", "-l", "1", "-P", "0"]);
     assert_eq!(np.lines().filter(|l| l.starts_with("16384  131072 1")).count(), 2, "{np}");
 }
+
+/// The task-group options: a bad value is one line naming the flag, exit 2; good ones run and
+/// name the groups (`# task groups:`) and go into the reproduce line.
+#[test]
+fn group_flags_exit_2_on_bad_values() {
+    for (args, needle) in [
+        (vec!["run", "--autogroup", "sometimes", "pipe", "-l", "10"], "--autogroup"),
+        (vec!["run", "--cgroup", "/", "pipe", "-l", "10"], "--cgroup"),
+        (vec!["run", "--cgroup-weight", "/a=0", "pipe", "-l", "10"], "--cgroup-weight"),
+        (vec!["run", "--cgroup-weight", "nope", "pipe", "-l", "10"], "--cgroup-weight"),
+        (vec!["run", "--sysctl", "sched_autogroup_enabled=2", "pipe", "-l", "10"], "sched_autogroup_enabled"),
+        (vec!["run", "pipe", "-l", "10", "-G", ","], "-G"),
+    ] {
+        let o = schedlab(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: one line: {err}");
+    }
+    let o = schedlab(&[
+        "run",
+        "--cgroup",
+        "/bench",
+        "--cgroup-weight",
+        "/bench=200",
+        "pipe",
+        "-l",
+        "100",
+        "-T",
+        "-G",
+        "A,B",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("# task groups: / (0 tasks), /A (1 tasks, shares 1024), /B (1 tasks, shares 1024), /bench (1 tasks, shares 2048)"), "{out}");
+    assert!(out.contains("--cgroup /bench --cgroup-weight /bench=200 pipe -l 100 -T -G A,B"), "{out}");
+}

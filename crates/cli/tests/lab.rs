@@ -29,8 +29,10 @@ fn ok(args: &[&str]) -> String {
 #[test]
 fn kernels_and_patches_are_listed() {
     let k = ok(&["kernels"]);
-    assert_eq!(k.lines().count(), sim::kernel::KERNELS.len());
-    assert!(k.lines().any(|l| l.starts_with("v7.3 ")), "{k}");
+    // One line per preset, then `host`; each says whether autogroup is on.
+    assert_eq!(k.lines().count(), sim::kernel::KERNELS.len() + 1);
+    assert!(k.lines().any(|l| l.starts_with("v7.3 ") && l.contains("[autogroup: on]")), "{k}");
+    assert!(k.lines().last().is_some_and(|l| l.starts_with("host ") && l.contains("autogroup")), "{k}");
     let p = ok(&["patches"]);
     assert_eq!(p.lines().count(), sim::kernel::PATCHES.len());
     let nb = p.lines().find(|l| l.starts_with("next-buddy-eevdf ")).unwrap();

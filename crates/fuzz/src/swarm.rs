@@ -125,6 +125,7 @@ fn setup(s: &Scenario, check: bool) -> Result<SimSetup, String> {
         tasks: wl.tasks,
         objects: wl.objects,
         check_invariants: check,
+        groups: Vec::new(),
     })
 }
 

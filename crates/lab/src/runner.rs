@@ -5,6 +5,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use sim::config::Limits;
 use sim::engine::{Counters, Sim, SimReport, SimSetup, StopReason};
+use sim::fair::group::GroupSpec;
 use sim::ipc::ObjectSpec;
 use sim::kernel::Variant;
 use sim::program::{Op, TaskSpec};
@@ -66,6 +67,10 @@ pub struct ResolvedWorkload {
     pub output: Box<dyn Fn(&SimReport) -> String + Send + Sync>,
     /// The metrics of the background workloads, in `--background` order (empty without any).
     pub background: BackgroundMetrics,
+    /// The session of each task (0: the foreground workload, k: the k-th `--background`
+    /// one, each started from its own shell) and the line's group options.
+    pub sessions: Vec<u32>,
+    pub group_options: GroupOptions,
 }
 
 /// Whether the benchmark `name` has a long option `--long` (exactly or as an unambiguous
@@ -90,8 +95,101 @@ pub fn workload_has_option(name: &str, long: &str) -> bool {
 pub struct WorkloadLine {
     pub cpus: Option<String>,
     pub background: Vec<Vec<String>>,
+    /// Task groups of the line ([`GroupOptions`]).
+    pub groups: GroupOptions,
     pub main: Vec<String>,
 }
+
+/// The task-group options of a workload line: `--autogroup on|off` (default: the kernel's
+/// `sched_autogroup_enabled`), `--cgroup PATH` (the foreground workload's cgroup) and
+/// repeatable `--cgroup-weight PATH=W` (`cpu.weight` 1..10000, or `idle` for `cpu.idle = 1`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GroupOptions {
+    pub autogroup: Option<bool>,
+    pub cgroup: Option<String>,
+    pub weights: Vec<(String, CgroupWeight)>,
+}
+
+/// A cgroup's cpu controller setting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CgroupWeight {
+    /// `cpu.weight`.
+    Weight(u64),
+    /// `cpu.idle = 1`.
+    Idle,
+}
+
+/// A cgroup path as the options take it: `/a/b` (a missing leading `/` is added); `/` alone,
+/// empty components, `.` and `..` are refused.
+pub fn cgroup_path(flag: &str, text: &str) -> Result<String, String> {
+    let inner = text.trim_start_matches('/').trim_end_matches('/');
+    if inner.is_empty() || inner.split('/').any(|c| c.is_empty() || c == "." || c == "..") {
+        return Err(format!("{flag} {text}: expected a cgroup path below the root, such as /bench or /a/b"));
+    }
+    Ok(format!("/{inner}"))
+}
+
+impl GroupOptions {
+    /// Takes one of the group flags; `Ok(false)` if `flag` is not one.
+    pub fn take(&mut self, flag: &str, value: &str) -> Result<bool, String> {
+        match flag {
+            "--autogroup" => {
+                self.autogroup = Some(match value {
+                    "on" | "1" => true,
+                    "off" | "0" => false,
+                    _ => return Err(format!("--autogroup {value}: expected on or off")),
+                });
+            }
+            "--cgroup" => self.cgroup = Some(cgroup_path("--cgroup", value)?),
+            "--cgroup-weight" => {
+                let Some((path, w)) = value.rsplit_once('=') else {
+                    return Err(format!("--cgroup-weight {value}: expected PATH=WEIGHT (e.g. /bench=200)"));
+                };
+                let path = cgroup_path("--cgroup-weight", path)?;
+                let weight = if w == "idle" {
+                    CgroupWeight::Idle
+                } else {
+                    match w.parse::<u64>() {
+                        Ok(v)
+                            if (sim::fair::group::CGROUP_WEIGHT_MIN..=sim::fair::group::CGROUP_WEIGHT_MAX)
+                                .contains(&v) =>
+                        {
+                            CgroupWeight::Weight(v)
+                        }
+                        _ => {
+                            return Err(format!(
+                                "--cgroup-weight {value}: cpu.weight must be 1..10000 (or `idle`), not `{w}`"
+                            ));
+                        }
+                    }
+                };
+                self.weights.retain(|(p, _)| *p != path);
+                self.weights.push((path, weight));
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn to_argv(&self, out: &mut Vec<String>) {
+        if let Some(a) = self.autogroup {
+            out.extend(["--autogroup".to_string(), if a { "on" } else { "off" }.to_string()]);
+        }
+        if let Some(c) = &self.cgroup {
+            out.extend(["--cgroup".to_string(), c.clone()]);
+        }
+        for (p, w) in &self.weights {
+            let w = match w {
+                CgroupWeight::Weight(v) => v.to_string(),
+                CgroupWeight::Idle => "idle".to_string(),
+            };
+            out.extend(["--cgroup-weight".to_string(), format!("{p}={w}")]);
+        }
+    }
+}
+
+/// The flags a workload line may start with.
+const LINE_FLAGS: &[&str] = &["--cpus", "--background", "--autogroup", "--cgroup", "--cgroup-weight"];
 
 impl WorkloadLine {
     /// Splits the leading options off `argv`.
@@ -103,7 +201,7 @@ impl WorkloadLine {
                 Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
                 _ => (argv[i].as_str(), None),
             };
-            if flag != "--cpus" && flag != "--background" {
+            if !LINE_FLAGS.contains(&flag) {
                 break;
             }
             let value = match attached {
@@ -120,6 +218,7 @@ impl WorkloadLine {
                     return Err("--cpus: empty CPU list".into());
                 }
                 line.cpus = Some(value);
+            } else if line.groups.take(flag, &value)? {
             } else {
                 let words = crate::words::split(&value).map_err(|e| format!("--background: {e}"))?;
                 if words.is_empty() {
@@ -141,6 +240,7 @@ impl WorkloadLine {
         for b in &self.background {
             out.extend(["--background".to_string(), crate::words::join(b)]);
         }
+        self.groups.to_argv(&mut out);
         out.extend(self.main.iter().cloned());
         out
     }
@@ -193,6 +293,7 @@ pub fn resolve_workload_on(
     let line = WorkloadLine::parse(argv)?;
     let mut wl = resolve_main(&line.main, &[&line.background[..], background].concat(), nr_cpus)?;
     wl.argv = argv.to_vec();
+    wl.group_options = line.groups.clone();
     if let Some(cpus) = line.cpus_on(nr_cpus)? {
         for t in &mut wl.tasks {
             t.cpus = Some(cpus.clone());
@@ -235,6 +336,8 @@ fn resolve_main(argv: &[String], background: &[Vec<String>], nr_cpus: u32) -> Re
             metric: Box::new(|r: &SimReport| r.wakeup_latency.percentiles().p99 as f64 / 1e3),
             output: Box::new(|_| String::new()),
             background: Box::new(|_| Vec::new()),
+            sessions: Vec::new(),
+            group_options: GroupOptions::default(),
         });
     }
     if name.ends_with(".toml") {
@@ -254,6 +357,8 @@ fn resolve_main(argv: &[String], background: &[Vec<String>], nr_cpus: u32) -> Re
         },
     );
     let parts = merged.parts;
+    let sessions: Vec<u32> =
+        parts.iter().enumerate().flat_map(|(k, p)| std::iter::repeat_n(k as u32, p.tasks.len())).collect();
     let main_for_metric = main.clone();
     let beside: Vec<workload::bench::BenchWorkload> = parts[1..].to_vec();
     Ok(ResolvedWorkload {
@@ -287,10 +392,81 @@ fn resolve_main(argv: &[String], background: &[Vec<String>], nr_cpus: u32) -> Re
                 })
                 .collect()
         }),
+        sessions,
+        group_options: GroupOptions::default(),
     })
 }
 
 impl ResolvedWorkload {
+    /// The tasks with their task groups, and the groups, for a kernel whose
+    /// `sched_autogroup_enabled` is `autogroup_default` (a line's `--autogroup` wins).
+    ///
+    /// A task's cgroup is its workload's (rt-app `taskgroup`, `pipe -G`), else `--cgroup` for
+    /// the foreground workload. A task left in the root cgroup goes, with autogroup on, to its
+    /// session's autogroup (`autogroup_task_get()`: only tasks of the root task group are
+    /// autogrouped): the foreground workload and each `--background` one are sessions of
+    /// their own, as when started from different shells. Groups are built parents first:
+    /// every prefix of a path is a cgroup, weighted 100 unless `--cgroup-weight` says.
+    pub fn grouped_tasks(&self, autogroup_default: bool) -> (Vec<TaskSpec>, Vec<GroupSpec>) {
+        use sim::fair::group::{IDLE_GROUP_SHARES, shares_from_autogroup_nice, shares_from_cpu_weight};
+        let opts = &self.group_options;
+        let autogroup = opts.autogroup.unwrap_or(autogroup_default);
+        let session = |i: usize| self.sessions.get(i).copied().unwrap_or(0);
+        let cgroup_of = |i: usize, t: &TaskSpec| {
+            t.cgroup.clone().or_else(|| if session(i) == 0 { opts.cgroup.clone() } else { None })
+        };
+        let mut paths = std::collections::BTreeSet::new();
+        for p in self
+            .tasks
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| cgroup_of(i, t))
+            .chain(opts.weights.iter().map(|w| w.0.clone()))
+        {
+            for (at, _) in p.match_indices('/').skip(1) {
+                paths.insert(p[..at].to_string());
+            }
+            paths.insert(p);
+        }
+        let mut groups: Vec<GroupSpec> = Vec::new();
+        let id_of =
+            |groups: &[GroupSpec], path: &str| groups.iter().position(|g| g.name == path).map_or(0, |i| i as u32 + 1);
+        for p in &paths {
+            let parent = p.rfind('/').filter(|&at| at > 0).map_or(0, |at| id_of(&groups, &p[..at]));
+            let (shares, idle) = match opts.weights.iter().find(|w| w.0 == *p).map(|w| w.1) {
+                Some(CgroupWeight::Weight(w)) => (shares_from_cpu_weight(w), false),
+                Some(CgroupWeight::Idle) => (IDLE_GROUP_SHARES, true),
+                None => (shares_from_cpu_weight(sim::fair::group::CGROUP_WEIGHT_DFL), false),
+            };
+            groups.push(GroupSpec { name: p.clone(), parent, shares, idle });
+        }
+        let mut tasks = self.tasks.clone();
+        let mut autogroups: Vec<(u32, u32)> = Vec::new();
+        for (i, t) in tasks.iter_mut().enumerate() {
+            t.group = match cgroup_of(i, t) {
+                Some(p) => id_of(&groups, &p),
+                None if autogroup => {
+                    let s = session(i);
+                    match autogroups.iter().find(|a| a.0 == s) {
+                        Some(a) => a.1,
+                        None => {
+                            groups.push(GroupSpec {
+                                name: format!("/autogroup-{}", s + 1),
+                                parent: 0,
+                                shares: shares_from_autogroup_nice(0),
+                                idle: false,
+                            });
+                            autogroups.push((s, groups.len() as u32));
+                            groups.len() as u32
+                        }
+                    }
+                }
+                None => 0,
+            };
+        }
+        (tasks, groups)
+    }
+
     /// The simulated-time bound of a run. A workload's own duration wins. One that runs
     /// forever stops at `duration_ns` (the user's, else `default_ns`). One that ends by itself
     /// has no time limit unless the user gives one, or unless background benchmarks, which
@@ -415,7 +591,7 @@ impl From<&Counters> for CounterRecord {
 /// Runs one simulation. Bad input (workload, affinity) is an `Err` with a one-line message.
 pub fn run_one(req: &RunRequest) -> Result<RunRecord, String> {
     let wl = resolve_workload_on(&req.workload, &[], req.topology.nr_cpus() as u32)?;
-    let mut tasks = wl.tasks.clone();
+    let (mut tasks, groups) = wl.grouped_tasks(req.variant.config.sysctl.autogroup);
     if let Some(cpus) = &req.cpus {
         for t in &mut tasks {
             t.cpus = Some(cpus.clone());
@@ -432,6 +608,7 @@ pub fn run_one(req: &RunRequest) -> Result<RunRecord, String> {
         tasks,
         objects: wl.objects.clone(),
         check_invariants: false,
+        groups,
     };
     let report = Sim::new(setup)?.run().map_err(|v| v.to_string())?;
     // No statistics on a run without a result: it is an error the caller shows, not a NaN.

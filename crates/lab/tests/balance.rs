@@ -41,6 +41,7 @@ fn run_checked(
         tasks,
         objects: wl.objects,
         check_invariants,
+        groups: Vec::new(),
     };
     Sim::new(setup).unwrap().run().unwrap()
 }

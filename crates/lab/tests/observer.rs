@@ -18,6 +18,7 @@ fn setup() -> SimSetup {
         tasks: wl.tasks,
         objects: wl.objects,
         check_invariants: false,
+        groups: Vec::new(),
     }
 }
 

@@ -206,6 +206,12 @@ pub fn host_sched() -> HostSched {
     h
 }
 
+/// `/proc/sys/kernel/sched_autogroup_enabled`: whether every session is a task group on this
+/// host. A kernel without CONFIG_SCHED_AUTOGROUP has no such file: `false`.
+pub fn autogroup_enabled() -> bool {
+    read_trimmed(Path::new("/proc/sys/kernel/sched_autogroup_enabled")).is_some_and(|v| v == "1")
+}
+
 /// Idle time of each online CPU so far, in ns: the sum of `cpuidle/state*/time` (µs). `None`
 /// when the machine has no cpuidle driver.
 pub fn idle_ns_per_cpu(nr_cpus: usize) -> Option<Vec<u64>> {

@@ -35,13 +35,16 @@ pub fn setup_for_key(key: &RunKey, max_time_ns: u64) -> Result<SimSetup, String>
     let topology = lab::plan::resolve_topology(&key.topology)?;
     let wl = lab::runner::resolve_workload_on(&key.workload, &[], topology.nr_cpus() as u32)?;
     let bound = wl.duration_ns.unwrap_or(key.duration_ns).min(max_time_ns);
+    // Groups as `run_one` makes them, so the re-run is the stored run.
+    let (tasks, groups) = wl.grouped_tasks(variant.config.sysctl.autogroup);
     Ok(SimSetup {
         sched: variant.config,
         topology,
         seed: key.seed,
         limits: Limits { max_events: key.max_events.max(1), max_time_ns: bound },
-        tasks: wl.tasks,
+        tasks,
         objects: wl.objects,
         check_invariants: false,
+        groups,
     })
 }

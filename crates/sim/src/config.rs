@@ -26,6 +26,9 @@ pub struct Sysctls {
     pub migration_cost_ns: u64,
     pub nr_migrate: u32,
     pub tunable_scaling: TunableScaling,
+    /// `kernel.sched_autogroup_enabled` (CONFIG_SCHED_AUTOGROUP): every session its own task
+    /// group. On in the distribution builds the presets model.
+    pub autogroup: bool,
 }
 
 impl Sysctls {
@@ -35,6 +38,7 @@ impl Sysctls {
         ("migration_cost_ns", "sysctl_sched_migration_cost (task_hot, preempt_sync threshold)"),
         ("nr_migrate", "sysctl_sched_nr_migrate (tasks detached per balance pass)"),
         ("tunable_scaling", "sysctl_sched_tunable_scaling: 0 none, 1 log, 2 linear"),
+        ("sched_autogroup_enabled", "kernel.sched_autogroup_enabled: 1 a task group per session, 0 none"),
     ];
 
     pub fn v7_3() -> Sysctls {
@@ -44,6 +48,7 @@ impl Sysctls {
             migration_cost_ns: 500_000,
             nr_migrate: 32,
             tunable_scaling: TunableScaling::Log,
+            autogroup: true,
         }
     }
 
@@ -83,6 +88,13 @@ impl Sysctls {
             },
             "migration_cost_ns" => self.migration_cost_ns = u64::from(u32_value()?),
             "nr_migrate" => self.nr_migrate = u32_value()?,
+            "sched_autogroup_enabled" => {
+                self.autogroup = match value.trim() {
+                    "0" => false,
+                    "1" => true,
+                    _ => return Err(bad("0 or 1")),
+                }
+            }
             "tunable_scaling" => {
                 self.tunable_scaling = match value.trim().parse::<u32>() {
                     Ok(0) => TunableScaling::None,
@@ -207,6 +219,9 @@ pub struct Behavior {
     pub yield_forfeits_vruntime: bool,
     /// Load-balancing version differences (`engine/balance`).
     pub balance: BalanceVariant,
+    /// 7.3: group entity weights from `calc_concur_shares()` (the default `cgroup_mode`
+    /// "concur", fb1050ac8e40); before, `calc_group_shares()` (`fair/group.rs`).
+    pub concur_shares: bool,
     /// 7.2.12/7.3.4: an hrtick started inside `__schedule()` is only noted
     /// (`HRTICK_SCHED_START`) and programmed by `hrtick_schedule_exit()` from
     /// `finish_lock_switch()`, i.e. after the context switch (core.c 7.3.4 l.970, l.1007,
@@ -248,6 +263,7 @@ impl Behavior {
             newidle_always_roll: false,
             yield_forfeits_vruntime: true,
             balance: BalanceVariant::V7_3,
+            concur_shares: true,
             hrtick_armed_after_switch: true,
         }
     }

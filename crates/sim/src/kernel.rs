@@ -106,6 +106,7 @@ fn v7_2() -> SchedConfig {
     c.behavior.protect = ProtectVariant::V6_17;
     c.behavior.place_lag_split_div = false;
     c.behavior.balance = BalanceVariant::V7_2;
+    c.behavior.concur_shares = false;
     c
 }
 

@@ -25,6 +25,7 @@
 //!     tasks: vec![hog("a", 0), hog("b", 5)],
 //!     objects: vec![],
 //!     check_invariants: true,
+//!     groups: Vec::new(),
 //! };
 //! let report = Sim::new(setup).unwrap().run().unwrap();
 //! let (a, b) = (report.tasks[0].sum_exec_runtime_ns, report.tasks[1].sum_exec_runtime_ns);

@@ -88,6 +88,11 @@ pub struct TaskSpec {
     /// Threads of one process share an address space: switching between tasks with the same
     /// `mm` costs `context_switch_ns`, else `context_switch_mm_ns`.
     pub mm: u32,
+    /// The cgroup the workload puts the task in (rt-app `taskgroup`, `perf bench sched pipe
+    /// -G`), an absolute path such as `/A`; the lab turns it into `group`.
+    pub cgroup: Option<String>,
+    /// The task group the simulation puts the task in (`SimSetup::groups`; 0 is the root).
+    pub group: u32,
 }
 
 impl TaskSpec {
@@ -118,6 +123,8 @@ impl TaskSpec {
             poll_sets: Vec::new(),
             spawned: false,
             mm: 0,
+            cgroup: None,
+            group: 0,
         }
     }
 

@@ -33,6 +33,7 @@ fn run(sched: SchedConfig, cpus: u32, seconds: u64, tasks: Vec<TaskSpec>, check:
         tasks,
         objects: vec![],
         check_invariants: check,
+        groups: Vec::new(),
     };
     Sim::new(setup).expect("valid setup").run().unwrap_or_else(|v| panic!("{v}"))
 }
@@ -215,6 +216,7 @@ fn invariants_hold_on_preset_machines() {
             tasks,
             objects: vec![],
             check_invariants: true,
+            groups: Vec::new(),
         };
         let r = Sim::new(setup).unwrap().run().unwrap_or_else(|v| panic!("{name}: {v}"));
         assert!(r.counters.nr_wakeups > 500, "{name}: {:?}", r.counters);
@@ -243,6 +245,7 @@ fn seeds_vary_runs_through_cost_jitter() {
             tasks: vec![sleeper("a", 30_000, 50_000), sleeper("b", 70_000, 20_000), hog("h", 0)],
             objects: vec![],
             check_invariants: false,
+            groups: Vec::new(),
         };
         let r = Sim::new(setup).unwrap().run().unwrap();
         (r.events, r.tasks.iter().map(|t| t.sum_exec_runtime_ns).collect::<Vec<_>>())

@@ -26,6 +26,7 @@ fn setup(cpus: u32, tasks: Vec<TaskSpec>, objects: Vec<ObjectSpec>) -> SimSetup 
         tasks,
         objects,
         check_invariants: true,
+        groups: Vec::new(),
     }
 }
 

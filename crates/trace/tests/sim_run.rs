@@ -28,6 +28,8 @@ fn setup() -> SimSetup {
         poll_sets: vec![],
         spawned: false,
         mm: 0,
+        cgroup: None,
+        group: 0,
         ops: vec![Op::Run { ns: run }, Op::Sleep { ns: sleep }, Op::Loop { target: 0, slot: 0, count: 300 }, Op::Exit],
     };
     SimSetup {
@@ -42,6 +44,7 @@ fn setup() -> SimSetup {
         ],
         objects: vec![],
         check_invariants: false,
+        groups: Vec::new(),
     }
 }
 

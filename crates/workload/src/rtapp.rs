@@ -518,7 +518,7 @@ const ROOT_KEYS: &str = "global, tasks, resources";
 const GLOBAL_KEYS: &str = "duration, calibration, default_policy, pi_enabled, lock_pages, \
     logdir, log_basename, log_size, ftrace, gnuplot, io_device, mem_buffer_size, \
     cumulative_slack, frag";
-const TASK_KEYS: &str = "instance, loop, delay, policy, priority, cpus, dl-runtime, \
+const TASK_KEYS: &str = "instance, loop, delay, policy, priority, cpus, taskgroup, dl-runtime, \
     dl-period, dl-deadline, phases, or an event (run, runtime, sleep, timer, yield, …)";
 const PHASE_KEYS: &str = "loop, priority, or an event (run, runtime, sleep, timer, yield, …)";
 const TIMER_KEYS: &str = "ref, period, mode";
@@ -558,6 +558,8 @@ struct Task {
     nice: i32,
     slice_ns: Option<u64>,
     cpus: Option<Vec<u32>>,
+    /// `taskgroup`: the thread's cgroup.
+    taskgroup: Option<String>,
     delay_ns: u64,
     repeat: Repeat,
     phases: Vec<Phase>,
@@ -856,6 +858,10 @@ impl Cx<'_> {
             Some((at, m)) => Some(self.cpus(&at, m)?),
             None => None,
         };
+        let taskgroup = match key("taskgroup") {
+            Some((at, m)) => Some(self.taskgroup(&at, m)?),
+            None => None,
+        };
         // sched_setattr() applies neither nice nor slice to SCHED_IDLE (fair_policy()).
         let fair = policy != Policy::Idle;
         let sched = Sched { policy, slice_ns: (fair && runtime_ns > 0).then(|| clamp_custom_slice(runtime_ns)) };
@@ -869,10 +875,22 @@ impl Cx<'_> {
             nice: if fair { nice } else { 0 },
             slice_ns: sched.slice_ns,
             cpus,
+            taskgroup,
             delay_ns,
             repeat,
             phases,
         })
+    }
+
+    /// `taskgroup`: a cgroup path of the cpu controller, starting with `/` (rt-app creates it
+    /// and moves the thread in). `/` itself is the root group.
+    fn taskgroup(&self, path: &str, m: &Member) -> Result<String, RtAppError> {
+        let s = self.string(path, m)?;
+        if !s.starts_with('/') || s.len() > 1 && s[1..].split('/').any(str::is_empty) {
+            let message = format!("expected a cgroup path such as \"/tg1\" or \"/a/b\", found {s:?}");
+            return Err(self.invalid(path, Some(m.key_end), message));
+        }
+        Ok(s.to_owned())
     }
 
     /// Sorts the members of a task object into properties and events.
@@ -882,8 +900,10 @@ impl Cx<'_> {
             let at = join(path, &m.key);
             match m.key.as_str() {
                 "instance" | "loop" | "delay" | "policy" | "priority" | "cpus" | "dl-runtime" | "dl-period"
-                | "dl-deadline" | "period" | "deadline" | "phases" => self.once(&mut keys.props, &at, m)?,
-                "util_min" | "util_max" | "taskgroup" | "nodes_membind" => {
+                | "dl-deadline" | "period" | "deadline" | "phases" | "taskgroup" => {
+                    self.once(&mut keys.props, &at, m)?
+                }
+                "util_min" | "util_max" | "nodes_membind" => {
                     let what = format!("`{}`", m.key);
                     return Err(self.unsupported(&at, m, what, UNMODELLED_ATTR));
                 }
@@ -1009,7 +1029,11 @@ impl Cx<'_> {
                     let what = format!("per-phase `{}`", m.key);
                     return Err(self.unsupported(&at, m, what, PER_PHASE));
                 }
-                "util_min" | "util_max" | "taskgroup" | "nodes_membind" => {
+                "taskgroup" => {
+                    let what = "per-phase `taskgroup`".to_owned();
+                    return Err(self.unsupported(&at, m, what, PER_PHASE));
+                }
+                "util_min" | "util_max" | "nodes_membind" => {
                     return Err(self.unsupported(&at, m, format!("`{}`", m.key), UNMODELLED_ATTR));
                 }
                 key if event_kind(key).is_some() => events.push(m),
@@ -1120,6 +1144,8 @@ impl Cx<'_> {
                 spawned: false,
                 // rt-app runs every task as a thread of one process.
                 mm: 0,
+                cgroup: task.taskgroup.clone().filter(|g| g != "/"),
+                group: 0,
             };
             if let Err(message) = spec.validate() {
                 return Err(self.invalid(&task.path, Some(task.key_end), message));
@@ -1227,7 +1253,7 @@ const PER_PHASE: &str = "a task's policy, affinity and slice are fixed for its l
     set them at task level";
 const PHASE_NICE_WITH_SLICE: &str = "rt-app either resets the slice at such a nice change \
     (before its commit 2ac2e0a) or ignores the change (since), and neither is modelled";
-const UNMODELLED_ATTR: &str = "uclamp, task groups and NUMA binding are not modelled";
+const UNMODELLED_ATTR: &str = "uclamp and NUMA binding are not modelled";
 
 /// The distinct timer refs of `task` in order of first use, each with its mode: absolute if
 /// any use asks for it (rt-app keeps the mode in the shared timer resource).

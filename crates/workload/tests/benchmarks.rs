@@ -88,6 +88,8 @@ fn trivial_report(comms: &[&str]) -> SimReport {
             poll_sets: vec![],
             spawned: false,
             mm: 0,
+            cgroup: None,
+            group: 0,
         })
         .collect();
     let setup = SimSetup {
@@ -98,6 +100,7 @@ fn trivial_report(comms: &[&str]) -> SimReport {
         tasks,
         objects: vec![],
         check_invariants: false,
+        groups: Vec::new(),
     };
     let mut r = Sim::new(setup).unwrap().run().unwrap();
     r.marks.clear();
@@ -337,10 +340,12 @@ fn pipe_flags() {
     assert_eq!(parse("pipe -s 65536").objects, vec![ObjectSpec::Pipe { slots: 16 }; 2]);
     assert!(err("pipe -s 0").contains("--write-size must be in 1..2147483647"));
     assert!(err("pipe -s 2097152").contains("exceeds /proc/sys/fs/pipe-max-size"));
-    assert_eq!(
-        err("pipe -G a,b"),
-        "pipe: -G (sender/receiver cgroups) is not modelled: schedlab has no task groups yet"
-    );
+    // -G SEND,RECV: worker 0 (A, the forked child) in /SEND, worker 1 (B, the parent) in /RECV.
+    let w = parse("pipe -G a,b");
+    assert_eq!((w.tasks[0].cgroup.as_deref(), w.tasks[1].cgroup.as_deref()), (Some("/b"), Some("/a")));
+    let w = parse("pipe -T -G one");
+    assert_eq!(w.tasks.iter().map(|t| t.cgroup.as_deref()).collect::<Vec<_>>(), [None, Some("/one"), Some("/one")]);
+    assert!(err("pipe -G a,").contains("expected SEND,RECV"));
     assert!(err("pipe --classic -n").contains("classic"));
     assert!(err("pipe -l x").contains("not an integer"));
 }
@@ -989,6 +994,7 @@ fn simulate(w: &BenchWorkload, cpus: u32, cap_ns: u64) -> SimReport {
         tasks: w.tasks.clone(),
         objects: w.objects.clone(),
         check_invariants: true,
+        groups: Vec::new(),
     };
     match Sim::new(setup) {
         Ok(sim) => sim.run().unwrap_or_else(|v| panic!("{}: {v}", w.argv.join(" "))),

@@ -29,6 +29,7 @@ fn sleep_preempted_in_its_syscall_arms_its_timer_from_then() {
         tasks: app.tasks,
         objects: vec![],
         check_invariants: true,
+        groups: Vec::new(),
     };
     let report = Sim::new(setup).expect("valid setup").run().unwrap_or_else(|v| panic!("{v}"));
     assert_eq!(report.stop, StopReason::TimeLimit);

@@ -308,7 +308,7 @@ fn unknown_keys_are_errors() {
     check_err(
         "{ \"tasks\": {\n  \"t\": {\n    \"run\": 1,\n    \"prio\": 3 } } }",
         "t.json:4:5: tasks.t.prio: unknown task property or event `prio` (expected instance, loop, \
-         delay, policy, priority, cpus, dl-runtime, dl-period, dl-deadline, phases, or an event \
+         delay, policy, priority, cpus, taskgroup, dl-runtime, dl-period, dl-deadline, phases, or an event \
          (run, runtime, sleep, timer, yield, …))",
     );
     check_err(
@@ -353,7 +353,20 @@ fn unsupported_features_are_errors() {
     );
     check_err(
         r#"{ "tasks": { "t": { "util_max": 512, "run": 1 } } }"#,
-        "t.json:1:21: tasks.t.util_max: `util_max` is not supported yet (uclamp, task groups and NUMA binding are not modelled)",
+        "t.json:1:21: tasks.t.util_max: `util_max` is not supported yet (uclamp and NUMA binding are not modelled)",
+    );
+    // taskgroup: a cgroup path at task level; per phase (rt-app moves the thread) it is not.
+    let app = parse(r#"{ "tasks": { "t": { "taskgroup": "/a/b", "run": 1 } } }"#);
+    assert_eq!(app.tasks[0].cgroup.as_deref(), Some("/a/b"));
+    assert_eq!(parse(r#"{ "tasks": { "t": { "taskgroup": "/", "run": 1 } } }"#).tasks[0].cgroup, None);
+    check_err(
+        r#"{ "tasks": { "t": { "taskgroup": "a", "run": 1 } } }"#,
+        "t.json:1:21: tasks.t.taskgroup: expected a cgroup path such as \"/tg1\" or \"/a/b\", found \"a\"",
+    );
+    check_err(
+        r#"{ "tasks": { "t": { "phases": { "p": { "taskgroup": "/a", "run": 1 } } } } }"#,
+        "t.json:1:40: tasks.t.phases.p.taskgroup: per-phase `taskgroup` is not supported yet (a task's policy, \
+         affinity and slice are fixed for its life in schedlab; set them at task level)",
     );
     check_err(
         r#"{ "tasks": { "t": { "dl-runtime": 500, "phases": { "p": { "priority": 3, "run": 1 } } } } }"#,

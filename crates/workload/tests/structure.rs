@@ -22,6 +22,7 @@ fn run(cmd: &str, topology: &str) -> (SimReport, usize) {
         tasks: wl.tasks,
         objects: wl.objects,
         check_invariants: false,
+        groups: Vec::new(),
     };
     (Sim::new(setup).unwrap().run().unwrap(), ntasks)
 }
@@ -131,6 +132,8 @@ fn broken_chain_stops_as_deadlock() {
         poll_sets: vec![],
         spawned: false,
         mm: 0,
+        cgroup: None,
+        group: 0,
     };
     let setup = SimSetup {
         sched: SchedConfig::v7_3(),
@@ -140,6 +143,7 @@ fn broken_chain_stops_as_deadlock() {
         tasks: vec![reader],
         objects: vec![ObjectSpec::Pipe { slots: 16 }],
         check_invariants: true,
+        groups: Vec::new(),
     };
     let r = Sim::new(setup).unwrap().run().unwrap();
     assert_eq!(r.stop, StopReason::Deadlock);

@@ -105,6 +105,10 @@ pub fn run_case(
         tasks: w.tasks.clone(),
         objects: w.objects.clone(),
         check_invariants: false,
+        // The guests ran every benchmark in the root task group (no autogroup, no cgroup:
+        // data/ground-truth/qemu-2vcpu/README.md), so the model runs without groups too,
+        // whatever the preset's sched_autogroup_enabled says.
+        groups: Vec::new(),
     };
     let report = Sim::new(setup)
         .map_err(|e| LabError::Internal(format!("{workload}: {e}")))?

@@ -81,6 +81,61 @@ impl Sim {
         for cpu in 0..self.rqs.len() as u32 {
             self.check_rq(cpu, Some(tally[cpu as usize]))?;
         }
+        self.check_groups()
+    }
+
+    /// The task groups: every group runqueue's load is the sum of its queued members' weights
+    /// (its own queued tasks' load weights and its queued child groups' entity weights), and
+    /// `h_nr_queued`/`h_nr_runnable` count the queued and runnable tasks of the group and its
+    /// descendants on that CPU. A pass over the tasks, then one over the groups child first.
+    fn check_groups(&self) -> Result<(), InvariantViolation> {
+        let Some(groups) = &self.groups else { return Ok(()) };
+        let now = self.now;
+        let n = groups.len();
+        // Per (cpu, group): (queued, runnable, own tasks' load).
+        let mut tally = vec![(0u32, 0u32, 0u64); n * self.rqs.len()];
+        for (task, se) in self.tasks.iter().zip(&self.ents) {
+            if !se.on_rq || se.group == 0 {
+                continue;
+            }
+            let base = task.cpu as usize * n;
+            tally[base + se.group as usize].2 += se.load_weight;
+            let mut g = se.group;
+            while g != 0 {
+                let c = &mut tally[base + g as usize];
+                c.0 += 1;
+                c.1 += u32::from(!se.sched_delayed);
+                g = groups.spec(g).parent;
+            }
+        }
+        for cpu in 0..self.rqs.len() as u32 {
+            let base = cpu as usize * n;
+            // Children's entities, parents come before children: walk backwards.
+            for g in (1..n as u32).rev() {
+                let rq = groups.rq(cpu, g);
+                let parent = groups.spec(g).parent;
+                if parent != 0 {
+                    tally[base + parent as usize].2 += rq.contrib;
+                }
+                let (queued, runnable, load) = tally[base + g as usize];
+                let name = &groups.spec(g).name;
+                let fail = |what: String| {
+                    Err(InvariantViolation { at_ns: now, what: format!("CPU {cpu}: group {name}: {what}") })
+                };
+                if (rq.h_nr_queued, rq.h_nr_runnable) != (queued, runnable) {
+                    return fail(format!(
+                        "h_nr_queued/h_nr_runnable {}/{} but its tasks give {queued}/{runnable}",
+                        rq.h_nr_queued, rq.h_nr_runnable
+                    ));
+                }
+                if rq.load_weight != load {
+                    return fail(format!("load {} but its queued members weigh {load}", rq.load_weight));
+                }
+                if rq.contrib != if queued > 0 { rq.se_weight } else { 0 } {
+                    return fail(format!("adds {} to its parent with entity weight {}", rq.contrib, rq.se_weight));
+                }
+            }
+        }
         Ok(())
     }
 
@@ -225,6 +280,7 @@ mod tests {
             tasks: (0..n).map(hog).collect(),
             objects: vec![],
             check_invariants: true,
+            groups: Vec::new(),
         };
         let mut s = Sim::new(setup).expect("valid setup");
         while s.queue.peek_time().is_some_and(|t| t.0 <= 30_000_000) {

@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 
 use crate::config::{Limits, SchedConfig};
 use crate::event::EventQueue;
+use crate::fair::group::{GroupSpec, Groups, SharesMode};
 use crate::fair::{CfsRq, Fair, FairParams, Resched, SchedEntity};
 use crate::ipc::ObjectSpec;
 use crate::program::{Op, TaskSpec};
@@ -45,6 +46,9 @@ pub struct SimSetup {
     pub objects: Vec<ObjectSpec>,
     /// Run the invariant checker after every event (tests and `--check`).
     pub check_invariants: bool,
+    /// Task groups below the root (cgroups, autogroups); a task's `TaskSpec::group` names
+    /// one (0: the root). Empty: every task in the root group, as without them.
+    pub groups: Vec<GroupSpec>,
 }
 
 /// The events of the simulation. Generations make stale events no-ops (lazy cancellation).
@@ -268,6 +272,8 @@ pub struct Sim {
     /// of first touch, and a flag per CPU. Only these are checked between full checks.
     touched: Vec<u32>,
     is_touched: Vec<bool>,
+    /// The task groups, if the run has any besides the root.
+    groups: Option<Groups>,
 }
 
 /// With `--check`, every invariant is checked after every this many events, and after the
@@ -299,7 +305,14 @@ impl Sim {
         let lb = balance::Balance::new(&domains, &setup.topology, setup.sched.sysctl.migration_cost_ns, setup.seed);
         let llc = crate::select::LlcShared::for_domains(&domains);
         let ipc_costs = setup.topology.costs.ipc;
+        let groups = if setup.groups.is_empty() {
+            None
+        } else {
+            let mode = if setup.sched.behavior.concur_shares { SharesMode::Concur } else { SharesMode::Smp };
+            Some(Groups::new(&setup.groups, ncpus, mode)?)
+        };
         let mut sim = Sim {
+            groups,
             trace: None,
             observer: None,
             touched: Vec::new(),
@@ -336,6 +349,9 @@ impl Sim {
         let nspecs = setup.tasks.len();
         for spec in &setup.tasks {
             spec.validate()?;
+            if spec.group as usize > setup.groups.len() {
+                return Err(format!("task `{}`: group {} does not exist", spec.comm, spec.group));
+            }
             sim.check_spec_refs(spec, nspecs)?;
         }
         sim.specs = setup.tasks;
@@ -414,7 +430,9 @@ impl Sim {
             .max()
             .unwrap_or(0);
         let slice = spec.slice_ns.map(crate::fair::entity::clamp_custom_slice);
-        self.ents.push(SchedEntity::new(spec.policy, spec.nice, slice));
+        let mut se = SchedEntity::new(spec.policy, spec.nice, slice);
+        se.group = spec.group;
+        self.ents.push(se);
         let comm: String = spec.comm.chars().take(15).collect();
         self.tasks.push(Task {
             pid: 1000 + id.0,
@@ -582,7 +600,9 @@ impl Sim {
         if self.check {
             self.touch(cpu);
         }
-        Fair::new(&mut self.rqs[cpu as usize].cfs, &mut self.ents, &self.params, self.now)
+        let mut f = Fair::new(&mut self.rqs[cpu as usize].cfs, &mut self.ents, &self.params, self.now);
+        f.groups = self.groups.as_mut().map(|g| (g, cpu));
+        f
     }
 
     fn report(mut self, stop: StopReason) -> SimReport {

@@ -46,6 +46,7 @@ impl Sim {
         let mut f = self.fair(cpu);
         f.update_curr();
         f.pelt_tick();
+        f.tick_groups();
         let req = f.resched;
         self.resched_request(cpu, req, Origin::Irq, Cause::Tick);
         // SCHED_SOFTIRQ at the end of the tick interrupt: periodic and NOHZ idle balancing.
@@ -187,6 +188,7 @@ mod tests {
             tasks: vec![hog("nice0", 0), hog("nice5", 5)],
             objects: vec![],
             check_invariants: true,
+            groups: Vec::new(),
         };
         let report = Sim::new(setup).expect("valid setup").run().expect("invariants hold");
         let t = &report.tasks[1];
@@ -228,6 +230,7 @@ mod tests {
             tasks: vec![TaskSpec::new("sleeper", vec![Op::Sleep { ns: 1_000 }])],
             objects: vec![],
             check_invariants: false,
+            groups: Vec::new(),
         };
         let mut sim = Sim::new(setup).expect("valid setup");
         sim.now = 1_000_000;

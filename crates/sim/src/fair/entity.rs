@@ -56,6 +56,8 @@ pub struct SchedEntity {
     /// Handle of this entity's node while it is in the timeline.
     pub node: NodeIdx,
     pub in_tree: bool,
+    /// The task's group (`fair/group.rs`): 0 is the root group.
+    pub group: u32,
 }
 
 impl SchedEntity {
@@ -81,6 +83,7 @@ impl SchedEntity {
             pelt: TaskPelt::new(scale_load_down(w)),
             node: 0,
             in_tree: false,
+            group: 0,
         }
     }
 }

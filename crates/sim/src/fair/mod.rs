@@ -11,6 +11,7 @@
 //! [`Fair::resched`] for the engine to act on according to the preemption model.
 
 pub mod entity;
+pub mod group;
 pub mod tree;
 pub mod weight;
 
@@ -209,11 +210,13 @@ pub struct Fair<'a> {
     pub now: u64,
     /// The strongest reschedule request made during this operation.
     pub resched: Resched,
+    /// The task groups and this CPU's id, when the run has groups besides the root.
+    pub groups: Option<(&'a mut group::Groups, u32)>,
 }
 
 impl<'a> Fair<'a> {
     pub fn new(cfs: &'a mut CfsRq, ents: &'a mut [SchedEntity], p: &'a FairParams, now: u64) -> Self {
-        Fair { cfs, ents, p, now, resched: Resched::None }
+        Fair { cfs, ents, p, now, resched: Resched::None, groups: None }
     }
 
     #[inline]
@@ -244,6 +247,48 @@ impl<'a> Fair<'a> {
     /// `resched_curr()` (core.c v7.3.4).
     fn resched_curr(&mut self) {
         self.resched = Resched::Full;
+    }
+
+    // ---- task groups (fair/group.rs) ------------------------------------------------------
+
+    /// The group runqueues' share of an enqueue or dequeue of `t`: its queued and runnable
+    /// state went from `before` to `after` (`(on_rq, runnable)`). Root-group tasks have none.
+    fn group_account(&mut self, t: TaskId, before: (bool, bool), after: (bool, bool)) {
+        let se = self.se(t);
+        let (g, w) = (se.group, se.load_weight);
+        if g == 0 || before == after {
+            return;
+        }
+        if let Some((groups, cpu)) = self.groups.as_mut() {
+            let d = |a: bool, b: bool| i32::from(b) - i32::from(a);
+            groups.account(*cpu, g, w, d(before.0, after.0), d(before.1, after.1));
+        }
+    }
+
+    /// `se->h_load.weight` of `t` as the group runqueues stand now (`__calc_prop_weight()`).
+    fn group_h_weight(&self, t: TaskId) -> Option<u64> {
+        let se = self.se(t);
+        let (groups, cpu) = self.groups.as_ref()?;
+        (se.group != 0).then(|| groups.h_weight(*cpu, se.group, se.load_weight))
+    }
+
+    /// Refreshes the flat effective weight of a group task (7.3 `reweight_eevdf()` at enqueue,
+    /// `set_next_task_fair()` and the tick).
+    fn refresh_h_weight(&mut self, t: TaskId, resched: bool) {
+        if let Some(h) = self.group_h_weight(t) {
+            self.reweight_h(t, h, resched);
+        }
+    }
+
+    /// `task_tick_fair()`'s group part (fair.c v7.3.4): `update_cfs_group()` for the running
+    /// task's levels (`entity_tick()`), then its effective weight.
+    pub fn tick_groups(&mut self) {
+        let Some(c) = self.cfs.curr.filter(|&c| self.se(c).on_rq && self.se(c).group != 0) else { return };
+        let g = self.se(c).group;
+        if let Some((groups, cpu)) = self.groups.as_mut() {
+            groups.update_chain(*cpu, g);
+        }
+        self.refresh_h_weight(c, true);
     }
 
     // ---- PELT hooks (spec §5.7; the call sites of fair.c v7.3.4) ----------------------------
@@ -686,6 +731,7 @@ impl<'a> Fair<'a> {
             self.cfs.pelt.util_est_enqueue(&pe);
             self.pelt_update(t, true, false, 0);
             self.requeue_delayed_entity(t);
+            self.group_account(t, (true, false), (true, true));
             return;
         }
         {
@@ -693,6 +739,11 @@ impl<'a> Fair<'a> {
             self.cfs.pelt.util_est_enqueue(&pe);
             let runnable_before = self.se(t).on_rq && !self.se(t).sched_delayed;
             self.pelt_update(t, false, runnable_before, pelt::UPDATE_TG | pelt::DO_ATTACH);
+        }
+        if self.groups.is_some() {
+            let delayed = self.se(t).sched_delayed;
+            self.group_account(t, (false, false), (true, !delayed));
+            self.refresh_h_weight(t, false);
         }
         let is_curr = self.cfs.curr == Some(t);
         if is_curr {
@@ -722,6 +773,15 @@ impl<'a> Fair<'a> {
     /// `dequeue_entities()`/`dequeue_entity()` for a root task (fair.c v7.3.4, spec §3.10).
     /// Returns false when DELAY_DEQUEUE keeps the sleeping task queued.
     pub fn dequeue_task_fair(&mut self, t: TaskId, flags: u32) -> bool {
+        let before = (true, !self.se(t).sched_delayed);
+        let gone = self.dequeue_task_fair_inner(t, flags);
+        let se = self.se(t);
+        let after = (se.on_rq, se.on_rq && !se.sched_delayed);
+        self.group_account(t, before, after);
+        gone
+    }
+
+    fn dequeue_task_fair_inner(&mut self, t: TaskId, flags: u32) -> bool {
         self.clear_buddies(t);
         self.update_curr();
         self.update_entity_lag(t);
@@ -877,6 +937,9 @@ impl<'a> Fair<'a> {
         let arm = first || self.p.behavior.protect == ProtectVariant::V6_16;
         if arm && self.se(t).on_rq {
             self.set_protect_slice(t);
+        }
+        if self.se(t).on_rq {
+            self.refresh_h_weight(t, false);
         }
     }
 
@@ -1190,6 +1253,62 @@ impl<'a> Fair<'a> {
         }
         se.h_weight = w_new;
         se.load_weight = w_new;
+    }
+
+    /// `reweight_eevdf()` for a task's flat effective weight (fair.c v7.3.4; spec §3.17,
+    /// §7): the weight EEVDF uses becomes `w_new` while the task's own load weight stays.
+    /// Not queued: the saved lag and a relative deadline are rescaled (lag `w·vlag` kept).
+    /// Queued (in the tree or running): the entity leaves the sums with its current lag,
+    /// is rescaled and placed back (the `reweight_entity()` sequence), and the running task
+    /// keeps its protection's distance from its vruntime. At the tick (`resched`) a change
+    /// asks for a lazy reschedule, as `reweight_eevdf()` does; at enqueue and switch-in the
+    /// pick that follows sees the new weight anyway.
+    pub fn reweight_h(&mut self, t: TaskId, w_new: u64, resched: bool) {
+        let se = self.se(t);
+        if se.h_weight == w_new {
+            return;
+        }
+        let w_old = i128::from(se.h_weight);
+        let scale = |x: i64| (i128::from(x) * w_old / i128::from(w_new)) as i64;
+        if !se.on_rq {
+            let se = self.se_mut(t);
+            se.vlag = scale(se.vlag);
+            if se.rel_deadline {
+                se.deadline = scale(se.deadline as i64) as u64;
+            }
+            se.h_weight = w_new;
+            return;
+        }
+        let is_curr = self.cfs.curr == Some(t);
+        if is_curr {
+            self.update_curr();
+        }
+        self.update_entity_lag(t);
+        let se = self.se_mut(t);
+        let prot = se.vprot.wrapping_sub(se.vruntime);
+        se.deadline = se.deadline.wrapping_sub(se.vruntime);
+        se.rel_deadline = true;
+        let in_tree = se.in_tree;
+        self.cfs.h_nr_queued -= 1;
+        if in_tree {
+            self.dequeue_tree(t);
+        }
+        let se = self.se_mut(t);
+        se.vlag = scale(se.vlag);
+        se.deadline = scale(se.deadline as i64) as u64;
+        se.h_weight = w_new;
+        self.place_entity(t, 0);
+        if in_tree {
+            self.enqueue_tree(t);
+        }
+        self.cfs.h_nr_queued += 1;
+        if is_curr {
+            let se = self.se_mut(t);
+            se.vprot = se.vruntime.wrapping_add(prot);
+        }
+        if resched {
+            self.resched_curr_lazy();
+        }
     }
 
     /// `prio_changed_fair()` (fair.c v7.3.4) after a nice change of a queued task.

@@ -18,14 +18,17 @@
 //!   resolution).
 //!
 //! Flags: `-l/--loop N` (1 000 000), `-T/--threaded`, `-n/--nonblocking`, `-s/--write-size N`
-//! (4), `--classic` (schedlab: the 1-token worker). `-G/--cgroups` is not modelled.
+//! (4), `--classic` (schedlab: the 1-token worker), `-G/--cgroups SEND[,RECV]`: perf's
+//! `enter_cgroup()` moves worker 0 (`A`, the forked child in process mode) into the cgroup
+//! `/SEND` and worker 1 (`B`, the parent) into `/RECV` (one name: both in it); a `-T` main
+//! thread stays where perf was started.
 
 use sim::ipc::ObjectSpec;
 use sim::program::Op;
 
 use super::args::{OptDef, Style, getopt, int, opt};
 use super::prog::Prog;
-use super::{BenchParams, Better, Built, MetricSpec, View, WorkloadError, not_modelled, secs_msecs, usage};
+use super::{BenchParams, Better, Built, MetricSpec, View, WorkloadError, secs_msecs, usage};
 
 const BENCH: &str = "pipe";
 const COMM: &str = "sched-pipe";
@@ -47,11 +50,13 @@ pub struct Pipe {
     pub write_size: u32,
     /// `--classic`: the 1-token ping-pong of perf before the 2-token worker.
     pub classic: bool,
+    /// `-G/--cgroups SEND,RECV`: the cgroups of worker 0 and worker 1.
+    pub cgroups: Option<(String, String)>,
 }
 
 impl Default for Pipe {
     fn default() -> Self {
-        Pipe { loops: 1_000_000, threads: false, nonblocking: false, write_size: 4, classic: false }
+        Pipe { loops: 1_000_000, threads: false, nonblocking: false, write_size: 4, classic: false, cgroups: None }
     }
 }
 
@@ -63,6 +68,20 @@ const OPTS: &[OptDef] = &[
     opt("cgroups", Some('G'), Some("cgroups"), true),
     opt("classic", None, Some("classic"), false),
 ];
+
+/// `parse_two_cgroups()` (tools/perf/bench/sched-pipe.c): `SEND,RECV`, or one name for both;
+/// each is a cgroup below the root, named as a path under the cgroup mount.
+fn parse_two_cgroups(flag: &str, val: &str) -> Result<(String, String), WorkloadError> {
+    let (send, recv) = val.split_once(',').unwrap_or((val, val));
+    let path = |name: &str| {
+        let name = name.trim_matches('/');
+        if name.is_empty() || name.split('/').any(|c| c.is_empty() || c == "." || c == "..") {
+            return usage(BENCH, format!("{flag} {val}: expected SEND,RECV cgroup names (e.g. -G A,B)"));
+        }
+        Ok(format!("/{name}"))
+    };
+    Ok((path(send)?, path(recv)?))
+}
 
 /// Slots of a pipe resized to `size` bytes (`round_pipe_size`: at least a page, a power of two).
 fn resized_slots(size: u32) -> u32 {
@@ -102,9 +121,7 @@ pub(crate) fn parse(argv: &[String]) -> Result<Built, WorkloadError> {
                 p.write_size = v as u32;
                 size_flag = Some(f.flag.clone());
             }
-            "cgroups" => {
-                return not_modelled(BENCH, &f.flag, "sender/receiver cgroups", "schedlab has no task groups yet");
-            }
+            "cgroups" => p.cgroups = Some(parse_two_cgroups(&f.flag, f.val())?),
             _ => unreachable!("option table"),
         }
     }
@@ -162,6 +179,9 @@ pub(crate) fn parse(argv: &[String]) -> Result<Built, WorkloadError> {
         worker(&mut b, B_TO_A, A_TO_B, false);
         let mut b = b.task(COMM, 0, true);
         poll(&mut b, A_TO_B);
+        if let Some((send, recv)) = &p.cgroups {
+            (a.cgroup, b.cgroup) = (Some(send.clone()), Some(recv.clone()));
+        }
         tasks.extend([a, b]);
     } else {
         let mut b = Prog::new();
@@ -174,6 +194,9 @@ pub(crate) fn parse(argv: &[String]) -> Result<Built, WorkloadError> {
         worker(&mut a, A_TO_B, B_TO_A, classic);
         let mut a = a.task(COMM, 1, true);
         poll(&mut a, B_TO_A);
+        if let Some((send, recv)) = &p.cgroups {
+            (a.cgroup, b.cgroup) = (Some(send.clone()), Some(recv.clone()));
+        }
         tasks.extend([b, a]);
     }
     Ok(Built {

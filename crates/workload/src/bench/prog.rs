@@ -107,6 +107,8 @@ impl Prog {
             poll_sets: Vec::new(),
             spawned,
             mm,
+            cgroup: None,
+            group: 0,
         }
     }
 }

@@ -22,6 +22,7 @@ fn sim(topology: Topology, tasks: Vec<TaskSpec>) -> Sim {
         tasks,
         objects: vec![],
         check_invariants: true,
+        groups: Vec::new(),
     };
     Sim::new(setup).expect("valid setup")
 }

@@ -1,0 +1,144 @@
+//! Task groups end to end: autogroup sessions against `--background`, `perf bench sched pipe
+//! -G`, rt-app `taskgroup` with `--cgroup-weight`, each run with the invariant checker on
+//! (which covers every group runqueue's load and `h_nr_*` counts). Each case simulates at most
+//! 2 s on one or two CPUs (under a second of CPU time each in a debug build).
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
+
+use std::path::PathBuf;
+
+use lab::runner::resolve_workload_on;
+use sim::config::Limits;
+use sim::engine::{Sim, SimReport, SimSetup};
+use sim::topology::Topology;
+
+fn words(line: &str) -> Vec<String> {
+    lab::words::split(line).unwrap()
+}
+
+/// Runs a workload line as `run_one` resolves it (groups included), with `--check` on.
+fn run(kernel: &str, ncpus: u32, line: &str, seed: u64) -> SimReport {
+    let variant = lab::spec::parse_full(kernel).unwrap();
+    let wl = resolve_workload_on(&words(line), &[], ncpus).unwrap();
+    let (tasks, groups) = wl.grouped_tasks(variant.config.sysctl.autogroup);
+    let setup = SimSetup {
+        sched: variant.config,
+        topology: Topology::smp(ncpus),
+        seed,
+        limits: Limits { max_events: 50_000_000, max_time_ns: wl.time_limit(Some(2_000_000_000), 2_000_000_000) },
+        tasks,
+        objects: wl.objects.clone(),
+        check_invariants: true,
+        groups,
+    };
+    Sim::new(setup).unwrap().run().unwrap()
+}
+
+/// The CPU share of the foreground hog (the first `stress-ng-cpu` worker).
+fn hog_share(r: &SimReport) -> f64 {
+    let hog = r.tasks.iter().find(|t| t.comm == "stress-ng-cpu").unwrap();
+    hog.sum_exec_runtime_ns as f64 / r.simulated_ns as f64
+}
+
+const HOG_VS_FOUR: &str = "--cpus 0 --background 'stress-ng --cpu 4' stress-ng --cpu 1";
+
+/// One hog in one session against `stress-ng --cpu 4` in another, all on CPU 0: with
+/// autogroup each session's group entity gets the group's whole shares on the CPU holding
+/// all its load (`calc_group_shares()`), so the hog gets half the CPU; without, a fifth.
+/// 7.3's default `calc_concur_shares()` multiplies the shares by min(tg_tasks, tg_cpus), and
+/// tg_cpus counts the group's cpuset, not the tasks' affinity: on a 2-CPU machine with
+/// everything pinned to CPU 0 the four-task group weighs 2048 and the hog gets a third (the
+/// affinity edge case the CONCUR patch names); on a 1-CPU machine a half.
+#[test]
+fn autogroup_divides_cpu_per_session() {
+    for (kernel, ncpus, on) in [("v6.12", 2, 0.50), ("v7.2", 2, 0.50), ("v7.3", 1, 0.50), ("v7.3", 2, 1.0 / 3.0)] {
+        let share = hog_share(&run(kernel, ncpus, HOG_VS_FOUR, 1));
+        assert!((share - on).abs() < 0.05, "{kernel} smp:{ncpus} autogroup on: hog share {share:.3}, want {on:.3}");
+        let off = format!("--autogroup off {HOG_VS_FOUR}");
+        let share = hog_share(&run(kernel, ncpus, &off, 1));
+        assert!((share - 0.20).abs() < 0.02, "{kernel} smp:{ncpus} autogroup off: hog share {share:.3}");
+    }
+    // The kernel's sysctl does the same as the flag.
+    let r = run("v6.12 sched_autogroup_enabled=0", 2, HOG_VS_FOUR, 1);
+    assert!((hog_share(&r) - 0.20).abs() < 0.02);
+}
+
+/// `perf bench sched pipe -G A,B` pinned to one CPU: each worker is the only task of its
+/// group, so its group entity gets the full shares (`calc_group_shares()` / 7.3's
+/// `calc_concur_shares()` with nr = 1) and `__calc_prop_weight()` gives it NICE_0_LOAD: the
+/// run is decision for decision the root-group one. Both workers in one group (the session's
+/// autogroup) instead carry h_load weights of 512 while both are queued and 1024 while one
+/// runs alone, refreshed only at enqueue, switch-in and tick, so the pair is reweighted and
+/// the switches differ.
+#[test]
+fn pipe_two_groups_weigh_as_root_tasks_one_group_reweights() {
+    for kernel in ["v7.3", "v6.12"] {
+        let root = run(kernel, 2, "--autogroup off --cpus 0 pipe -l 5000", 1);
+        let two = run(kernel, 2, "--autogroup off --cpus 0 pipe -l 5000 -G A,B", 1);
+        let one = run(kernel, 2, "--autogroup on --cpus 0 pipe -l 5000", 1);
+        let key = |r: &SimReport| (r.counters.nr_switches, r.counters.nr_involuntary_switches, r.simulated_ns);
+        assert_eq!(key(&two), key(&root), "{kernel}: -G A,B is the root-group ping-pong");
+        assert_ne!(key(&one), key(&root), "{kernel}: one shared group reweights the pair");
+        assert!(root.counters.nr_switches >= 5_000, "{kernel}: the pinned pair switches every loop");
+    }
+}
+
+fn example(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/rtapp").join(name).display().to_string()
+}
+
+/// rt-app `taskgroup`: one hog in /a, three in /b, on CPU 0: CPU divides per group by
+/// cpu.weight, whatever the task counts (the lone hog gets its group's whole share).
+#[test]
+fn rtapp_taskgroups_divide_cpu_by_weight() {
+    let file = example("taskgroups.json");
+    for kernel in ["v7.3", "v6.12"] {
+        for (weights, want) in
+            [("", 0.5), ("--cgroup-weight /a=200 ", 2.0 / 3.0), ("--cgroup-weight /a=50 ", 1.0 / 3.0)]
+        {
+            let r = run(kernel, 1, &format!("{weights}rtapp {file}"), 1);
+            let solo = r.tasks.iter().find(|t| t.comm == "solo").unwrap();
+            let share = solo.sum_exec_runtime_ns as f64 / r.simulated_ns as f64;
+            assert!((share - want).abs() < 0.03, "{kernel} {weights}: /a share {share:.3}, want {want:.3}");
+            let crowd: Vec<u64> =
+                r.tasks.iter().filter(|t| t.comm.starts_with("crowd")).map(|t| t.sum_exec_runtime_ns).collect();
+            let (lo, hi) = (*crowd.iter().min().unwrap() as f64, *crowd.iter().max().unwrap() as f64);
+            assert!(hi / lo < 1.05, "{kernel} {weights}: /b's three hogs share evenly: {crowd:?}");
+        }
+    }
+}
+
+/// Same inputs and seed, same report, with groups (autogroups, nested cgroups, an idle one).
+#[test]
+fn groups_are_deterministic() {
+    let line = "--cgroup /x/y --cgroup-weight /x=300 --cgroup-weight /bg=idle --background 'stress-ng --cpu 3' \
+                hackbench -p -g 2 -l 200";
+    let digest = |r: &SimReport| {
+        let tasks: Vec<(u64, u64)> = r.tasks.iter().map(|t| (t.sum_exec_runtime_ns, t.stats.nr_switches)).collect();
+        (r.simulated_ns, r.events, r.counters.nr_switches, r.counters.nr_migrations, tasks)
+    };
+    let a = run("v7.3", 2, line, 7);
+    let b = run("v7.3", 2, line, 7);
+    assert_eq!(digest(&a), digest(&b));
+    assert!(a.counters.nr_migrations > 0, "two CPUs: tasks of the groups move");
+}
+
+/// The options of a workload line: checked, and written back as they were read.
+#[test]
+fn group_options_parse_and_round_trip() {
+    let line =
+        lab::runner::WorkloadLine::parse(&words("--autogroup off --cgroup bench --cgroup-weight /bench=250 pipe"))
+            .unwrap();
+    assert_eq!(line.groups.cgroup.as_deref(), Some("/bench"));
+    assert_eq!(lab::runner::WorkloadLine::parse(&line.to_argv()).unwrap(), line);
+    for bad in [
+        "--autogroup maybe pipe",
+        "--cgroup / pipe",
+        "--cgroup /a//b pipe",
+        "--cgroup-weight /a pipe",
+        "--cgroup-weight /a=0 pipe",
+        "--cgroup-weight /a=10001 pipe",
+    ] {
+        let err = lab::runner::WorkloadLine::parse(&words(bad)).unwrap_err();
+        assert!(err.starts_with("--autogroup") || err.starts_with("--cgroup"), "{bad}: {err}");
+    }
+}
