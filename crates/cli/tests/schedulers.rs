@@ -15,6 +15,7 @@
 //! nothing behind. Ports are free ones chosen at start, so several runs on one machine do not
 //! meet. Without root or the packages the test says why and returns; under CI (`CI` set) it
 //! fails instead, so CI cannot pass without having run it.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

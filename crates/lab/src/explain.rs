@@ -309,8 +309,9 @@ pub fn explain(req: &Explain) -> Result<String, LabError> {
     }
 
     // Walk both streams in lockstep.
-    let mut rb = readers.pop().expect("two readers");
-    let mut ra = readers.pop().expect("two readers");
+    let (Some(mut rb), Some(mut ra)) = (readers.pop(), readers.pop()) else {
+        return Err(LabError::Internal("explain: internal error: the two variants' runs were not started".into()));
+    };
     let mut context: VecDeque<Rec> = VecDeque::with_capacity(req.context + 1);
     let mut matched = 0u64;
     let mut last_ts = 0u64;
@@ -369,6 +370,7 @@ pub fn explain(req: &Explain) -> Result<String, LabError> {
             );
         }
         Some((x, y, after)) => {
+            #[allow(clippy::expect_used, reason = "a divergence is recorded only where a side has a decision")]
             let first = x.or(*y).expect("one side has a record");
             let _ = writeln!(
                 out,

@@ -1,4 +1,5 @@
 //! `lab::explain` as a library call, without the binary: the text it returns and its errors.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
 
 use lab::LabError;
 use lab::explain::{Explain, explain};
