@@ -376,7 +376,16 @@ fn parse_line(line: &str) -> Result<Option<Parsed<'_>>, String> {
         rest = after.trim_start();
     }
     let Some(ts_ns) = ts else { return Err(format!("no timestamp in `{}`", excerpt(line))) };
-    let Some((name, args)) = rest.split_once(':') else { return Err(not_event()) };
+    // The event name, then `: ` and its fields. Other tracers print other bodies after the
+    // timestamp: syscall events `sys_read(fd: 3, ...)` and `sys_read -> 0x64`
+    // (kernel/trace/trace_syscalls.c), the function tracer `pipe_read <-vfs_read`; those lines
+    // are events too, just not scheduler ones, and are skipped.
+    let name_len = rest.bytes().take_while(|b| b.is_ascii_alphanumeric() || *b == b'_').count();
+    if name_len == 0 {
+        return Err(not_event());
+    }
+    let (name, after) = rest.split_at(name_len);
+    let Some(args) = after.strip_prefix(':') else { return Ok(None) };
     let args = args.trim();
     let event = match name {
         "sched_switch" => switch(args),
@@ -624,6 +633,21 @@ mod tests {
             "           <...>-77    (   70) [003] ....   316.196720123: sched_process_exit: comm=x pid=77 prio=120 group_dead=true",
         );
         assert_eq!((r.comm.as_str(), r.pid, r.cpu, r.ts_ns), ("<...>", 77, 3, 316_196_720_123));
+    }
+
+    /// Lines of a real 7.3.4 guest trace with syscall events and the function tracer on: not
+    /// scheduler events, skipped, while the scheduler events between them are read.
+    #[test]
+    fn syscall_and_function_tracer_lines_are_skipped() {
+        let text = "# tracer: nop\n\
+            \x20      hackbench-245     [000] .....    22.210272: sys_read -> 0x64\n\
+            \x20      hackbench-245     [000] .....    22.210275: sys_read(fd: 0x4d, buf: 0x7f9d0c45bde0, count: 0x64)\n\
+            \x20      hackbench-245     [000] .....    22.210276: pipe_read <-vfs_read\n\
+            \x20      hackbench-245     [000] d..2.    22.210318: sched_switch: prev_comm=hackbench prev_pid=245 \
+            prev_prio=120 prev_state=S ==> next_comm=hackbench next_pid=244 next_prio=120\n";
+        let recs: Vec<Record> = read_ftrace_text(text.as_bytes()).map(|r| r.unwrap()).collect();
+        assert_eq!(recs.len(), 1);
+        assert_eq!((recs[0].pid, recs[0].ts_ns), (245, 22_210_318_000));
     }
 
     #[test]
