@@ -4,30 +4,12 @@
 
 use std::fs::File;
 use std::io::{BufReader, Write};
-use std::path::PathBuf;
 
-use clap::Args;
 use schedtrace::{Analysis, Filter};
 use serde_json::{Value, json};
 
+use crate::args::AnalyzeArgs;
 use crate::setup::user;
-
-#[derive(Args, Debug)]
-pub struct AnalyzeArgs {
-    /// An ftrace text trace with sched_switch, sched_waking/sched_wakeup and
-    /// sched_migrate_task events.
-    #[arg(value_name = "TRACE.txt")]
-    pub trace: PathBuf,
-    /// Count only tasks with this name (as the trace shows it, at most 15 bytes).
-    #[arg(long)]
-    pub comm: Option<String>,
-    /// Count only this pid.
-    #[arg(long)]
-    pub pid: Option<u32>,
-    /// Print one JSON object instead of the text report.
-    #[arg(long)]
-    pub json: bool,
-}
 
 pub fn analyze(a: &AnalyzeArgs) -> anyhow::Result<()> {
     let path = a.trace.display();

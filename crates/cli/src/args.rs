@@ -1,6 +1,9 @@
-//! The command line (clap derive). Names follow the brief's command-line contract.
+//! The command line (clap derive): every command's arguments, so that the command modules
+//! depend on this file and never the other way. Names follow the brief's command-line contract.
 
-use clap::{Args, CommandFactory, Parser, Subcommand};
+use std::path::PathBuf;
+
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
 /// A laboratory for the Linux fair scheduler's wakeup path: EEVDF in deterministic virtual
 /// time, on any topology, with every feature, sysctl and preemption model by its kernel name.
@@ -22,40 +25,40 @@ pub enum Command {
     Bench(BenchArgs),
     /// Metrics from a real or simulated ftrace text trace: the `run --json` counters and a
     /// `perf sched latency`-style table.
-    Analyze(crate::analyze::AnalyzeArgs),
+    Analyze(AnalyzeArgs),
     /// List and show machine topologies.
     Topology {
         #[command(subcommand)]
         command: TopologyCommand,
     },
     /// Compare variants on workloads over seeds: medians, % change, (I)/(R) significance marks.
-    Compare(crate::lab_cmd::CompareArgs),
+    Compare(CompareArgs),
     /// Run a plan (topologies x variants x workloads x seeds) into a results database.
-    Sweep(crate::lab_cmd::SweepArgs),
+    Sweep(SweepArgs),
     /// Merge results databases (e.g. shards of a sweep) into one.
-    Merge(crate::lab_cmd::MergeArgs),
+    Merge(MergeArgs),
     /// List the kernel presets, one per line: name and summary.
     Kernels,
     /// List the named patches: name, summary, reference.
     Patches,
     /// Run a workload for real on this machine's kernel: the tool's output, /proc counters,
     /// ftrace wakeup latencies (--trace).
-    Native(crate::native_cmd::NativeArgs),
+    Native(NativeArgs),
     /// Native runs beside simulated seeds on --topology host --kernel host, side by side.
-    Validate(crate::native_cmd::ValidateArgs),
+    Validate(ValidateArgs),
     /// Real kernels under qemu: boot a Debian kernel package or a bzImage and run a workload per variant.
-    Vm(crate::vm_cmd::VmArgs),
+    Vm(VmArgs),
     /// Measure this machine's kernel costs and write a --cost-file.
-    Calibrate(crate::native_cmd::CalibrateArgs),
+    Calibrate(CalibrateArgs),
     /// Where two variants first decide differently (wakeup preemption, placement, switch), why,
     /// and what followed.
-    Explain(crate::explain::ExplainArgs),
+    Explain(ExplainArgs),
     /// Write a self-contained HTML report (table, SVG charts, per-CPU timeline) from a results
     /// database or `run --json` files.
-    Report(crate::report::ReportArgs),
+    Report(ReportArgs),
     /// Score the model against real-kernel measurements (a ground-truth directory): effects in
     /// direction and within 2x, default-variant metrics in the real range and within 1.5x.
-    Fidelity(crate::fidelity::FidelityArgs),
+    Fidelity(FidelityArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -101,7 +104,7 @@ pub struct SimArgs {
     /// A TOML file with a `[costs]` table of KEY = nanoseconds (e.g. from `schedlab
     /// calibrate`), applied before --cost.
     #[arg(long, value_name = "FILE")]
-    pub cost_file: Option<std::path::PathBuf>,
+    pub cost_file: Option<PathBuf>,
 }
 
 /// Printed after `schedlab run --help`'s options: every workload.
@@ -157,7 +160,7 @@ pub struct RunArgs {
     pub cgroup_weight: Vec<String>,
     /// Write the scheduler trace to FILE.txt (ftrace text) or FILE.pftrace (Perfetto).
     #[arg(long, value_name = "FILE")]
-    pub trace: Option<std::path::PathBuf>,
+    pub trace: Option<PathBuf>,
     /// Turn progress reports on stderr off.
     #[arg(long, short)]
     pub quiet: bool,
@@ -349,4 +352,429 @@ mod tests {
     fn the_cli_definition_is_consistent() {
         Cli::command().debug_assert();
     }
+}
+
+// ---- analyze -------------------------------------------------------------------------
+
+#[derive(Args, Debug)]
+pub struct AnalyzeArgs {
+    /// An ftrace text trace with sched_switch, sched_waking/sched_wakeup and
+    /// sched_migrate_task events.
+    #[arg(value_name = "TRACE.txt")]
+    pub trace: PathBuf,
+    /// Count only tasks with this name (as the trace shows it, at most 15 bytes).
+    #[arg(long)]
+    pub comm: Option<String>,
+    /// Count only this pid.
+    #[arg(long)]
+    pub pid: Option<u32>,
+    /// Print one JSON object instead of the text report.
+    #[arg(long)]
+    pub json: bool,
+}
+
+// ---- compare, sweep, merge -----------------------------------------------------------
+
+/// Printed after `schedlab compare --help`'s options.
+const COMPARE_HELP: &str = "\
+Sources of runs:
+  schedlab compare --base SPEC --variant SPEC... [--runs N] <WORKLOAD [FLAGS...]>
+  schedlab compare --plan PLAN.toml     the plan's topologies, variants, workloads and seeds
+  schedlab compare --from results/      runs stored by `schedlab sweep` (variants by name or SPEC)
+
+One workload goes last, with its own flags (`rtapp examples/rtapp/mixed.json`); give several as
+repeated --workload \"hackbench -g 4\" strings (split like a shell does).
+
+SPEC: a kernel preset plus +patch, -patch, FEATURE, NO_FEATURE and key=value tokens, separated by
+spaces or commas; the glued form v7.3+next-buddy-eevdf works too. A variant without a preset
+applies on top of the base. Every variant runs on the same seeds as the base (common random
+numbers): run i uses seed S+i (S from --seed, default 1), or the seeds of --seeds.
+
+%change: positive = better, on the medians over seeds (lower-is-better metrics
+100*(base-variant)/base, higher-is-better 100*(variant-base)/base).
+
+(I)/(R) significant improvement/regression: paired t-test on the per-seed differences (Welch's
+t-test when base and variant share fewer than 3 seeds), two-sided p < --alpha, |%change| >=
+--min-effect, at least 3 runs, and the mean difference points the same way as the median change.
+Fewer than 3 runs are never marked.";
+
+/// Printed after `schedlab sweep --help`'s options.
+const SWEEP_HELP: &str = "\
+Results go to DIR/results.db (SQLite, WAL), one row per run, each committed as it finishes: an
+interrupted sweep keeps every finished run and a rerun does only what is missing (runs are keyed
+on schedlab version, full SPEC, topology, workload argv, seed, duration and event bound).
+
+--shard I/N (0 <= I < N) runs the runs whose number in the plan is I modulo N; runs are numbered
+topology, variant, workload, seed, the seed varying fastest. Give each shard its own --out
+directory, then `schedlab merge DIR... --out merged` and `schedlab compare --from merged`.
+See examples/sweeps/ for a plan, a Slurm job array and a Kubernetes Indexed Job.";
+
+/// `schedlab compare` flags.
+#[derive(Args, Debug)]
+#[command(after_long_help = COMPARE_HELP)]
+pub struct CompareArgs {
+    /// Machine: a preset, smp:N or a topology TOML file (repeatable; default smp:2).
+    #[arg(long, value_name = "NAME|FILE")]
+    pub topology: Vec<String>,
+    /// Runs (seeds) per variant [default: 5].
+    #[arg(long)]
+    pub runs: Option<usize>,
+    /// First seed: run i uses seed S+i [default: 1].
+    #[arg(long, value_name = "S")]
+    pub seed: Option<u64>,
+    /// Explicit seeds instead of --seed/--runs, e.g. 1,7,42.
+    #[arg(long, value_name = "LIST")]
+    pub seeds: Option<String>,
+    /// Simulated seconds per run when the workload sets no duration [default: 10].
+    #[arg(long, value_name = "SECS")]
+    pub duration: Option<f64>,
+    /// Stop each run after this many events [default: 2000000000].
+    #[arg(long)]
+    pub max_events: Option<u64>,
+    /// CPUs every task of every workload may run on (taskset -c syntax, e.g. 78,79).
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// A benchmark to run beside every workload, e.g. 'stress-ng --cpu 4' (repeatable); its
+    /// metric is compared too.
+    #[arg(long, value_name = "COMMAND")]
+    pub background: Vec<String>,
+    /// Output: table (plain text columns that paste into an email), box (the same with box
+    /// drawing), markdown, csv or json.
+    #[arg(long, default_value = "table", value_parser = ["table", "box", "markdown", "csv", "json"])]
+    pub format: String,
+    /// Significance level of the t-test.
+    #[arg(long, default_value_t = 0.05)]
+    pub alpha: f64,
+    /// Smallest |% change| (percent) that can be marked significant.
+    #[arg(long, default_value_t = 1.0, value_name = "PERCENT")]
+    pub min_effect: f64,
+    /// The base SPEC (with --plan/--from: a variant name or SPEC; default: the plan's base).
+    #[arg(long, value_name = "SPEC", allow_hyphen_values = true)]
+    pub base: Option<String>,
+    /// A variant SPEC to compare with the base (repeatable; with --plan/--from a name or SPEC).
+    #[arg(long, value_name = "SPEC", allow_hyphen_values = true)]
+    pub variant: Vec<String>,
+    /// A workload command line as one string, e.g. "rtapp examples/rtapp/mixed.json" (repeatable).
+    #[arg(long = "workload", value_name = "\"WORKLOAD FLAGS\"")]
+    pub workloads: Vec<String>,
+    /// Run the plan file's experiment instead of flags.
+    #[arg(long, value_name = "PLAN.toml")]
+    pub plan: Option<PathBuf>,
+    /// Render stored results (a results directory or database) instead of running.
+    #[arg(long, value_name = "RESULTS")]
+    pub from: Option<PathBuf>,
+    /// Worker threads [default: one per CPU]; results do not depend on it.
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
+    /// No progress on stderr (a bar on a terminal, else a line at most every 10 s).
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Measure on a real kernel under qemu instead of the model: a Debian kernel package
+    /// (linux-image-6.12.117+deb13-amd64, fetched and cached) or a kernel image path (your
+    /// bzImage). SPECs are then `default`, FEATURE/NO_FEATURE, preempt=MODEL and sysctls.
+    #[arg(long, value_name = "KERNEL")]
+    pub vm: Option<String>,
+    #[command(flatten)]
+    pub vm_opts: VmBootArgs,
+    /// The workload and its own flags: `rtapp FILE.json` (put options before it).
+    #[arg(num_args = 0.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "WORKLOAD")]
+    pub workload: Vec<String>,
+}
+
+/// `schedlab sweep` flags.
+#[derive(Args, Debug)]
+#[command(after_long_help = SWEEP_HELP)]
+pub struct SweepArgs {
+    /// The plan file (see examples/sweeps/plan.toml).
+    #[arg(value_name = "PLAN.toml")]
+    pub plan: PathBuf,
+    /// Run only shard I of N (0-based), e.g. --shard $SLURM_ARRAY_TASK_ID/$N.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+    /// Results directory (the database is DIR/results.db).
+    #[arg(long, default_value = "results", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Worker threads [default: one per CPU]; results do not depend on it.
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
+    /// No progress on stderr (a bar on a terminal, else a line at most every 10 s).
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// Merge results databases (shards) into one, skipping runs already present.
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// Results directories (or results.db files) to merge.
+    #[arg(required = true, value_name = "DIR")]
+    pub inputs: Vec<PathBuf>,
+    /// The merged results directory (created if needed; runs already there are kept).
+    #[arg(long, default_value = "results", value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+// ---- native, validate, calibrate -----------------------------------------------------
+
+/// `schedlab native`.
+#[derive(Args, Debug)]
+pub struct NativeArgs {
+    /// CPUs every task of the workload may run on (taskset -c syntax, e.g. 0 or 0-1).
+    #[arg(long, visible_alias = "cpus", value_name = "LIST")]
+    pub pin: Option<String>,
+    /// Print one JSON object (the `run --json` schema, `"mode": "native"`).
+    #[arg(long)]
+    pub json: bool,
+    /// Record the scheduler events with ftrace (root; a private tracefs instance) for wakeup
+    /// latencies and wakeup placement.
+    #[arg(long)]
+    pub trace: bool,
+    /// Also save the recorded ftrace text to FILE (implies --trace).
+    #[arg(long, value_name = "FILE")]
+    pub trace_out: Option<PathBuf>,
+    /// Per-CPU ftrace buffer in KiB.
+    #[arg(long, default_value_t = 32768, value_name = "KIB")]
+    pub trace_buffer_kb: u32,
+    /// Also print the per-task table.
+    #[arg(long)]
+    pub tasks: bool,
+    /// Run the built-in workers even when the real tool (perf, hackbench, lat_ctx, netperf,
+    /// stress-ng) is installed.
+    #[arg(long)]
+    pub builtin: bool,
+    /// The workload and its own flags: `pipe -l 100000`, `hackbench -g 4 -l 100`.
+    #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "WORKLOAD")]
+    pub workload: Vec<String>,
+}
+
+/// `schedlab validate`.
+#[derive(Args, Debug)]
+pub struct ValidateArgs {
+    /// Native runs, and simulated seeds.
+    #[arg(long, default_value_t = 5)]
+    pub runs: u32,
+    /// CPUs every task may run on, natively and in the model (taskset -c syntax).
+    #[arg(long, visible_alias = "cpus", value_name = "LIST")]
+    pub pin: Option<String>,
+    /// Record native runs with ftrace: the wakeup, wakeup latency and wakee placement rows
+    /// (the default when running as root).
+    #[arg(long)]
+    pub trace: bool,
+    /// Do not record native runs with ftrace, even as root.
+    #[arg(long, conflicts_with = "trace")]
+    pub no_trace: bool,
+    /// Per-CPU ftrace buffer in KiB.
+    #[arg(long, default_value_t = 32768, value_name = "KIB")]
+    pub trace_buffer_kb: u32,
+    /// The simulated machine.
+    #[arg(long, default_value = "host")]
+    pub topology: String,
+    /// The simulated kernel (`host`: the preset nearest to this kernel, with its HZ and
+    /// preemption model).
+    #[arg(long, default_value = "host")]
+    pub kernel: String,
+    /// Scheduler features for the model, debugfs syntax.
+    #[arg(long, value_name = "LIST")]
+    pub features: Option<String>,
+    /// A cost parameter for the model, e.g. context_switch_ns=1500 (repeatable).
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub cost: Vec<String>,
+    /// A cost file for the model (e.g. from `schedlab calibrate`).
+    #[arg(long, value_name = "FILE")]
+    pub cost_file: Option<PathBuf>,
+    /// First seed of the simulated runs (seeds SEED..SEED+runs).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Run the built-in workers natively even when the real tool is installed.
+    #[arg(long)]
+    pub builtin: bool,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Validate against a real kernel under qemu instead of this machine's: a Debian kernel
+    /// package or a kernel image path. The model then runs the guest's kernel with the costs
+    /// `schedlab calibrate` measures in the guest (or --cost-file's).
+    #[arg(long, value_name = "KERNEL")]
+    pub vm: Option<String>,
+    #[command(flatten)]
+    pub vm_opts: VmBootArgs,
+    /// With --vm: the guest's `schedlab calibrate --scale` (its microbenchmarks' iterations; 0.2
+    /// keeps a TCG guest's calibration under a minute on an idle host).
+    #[arg(long, value_name = "F")]
+    pub calibrate_scale: Option<f64>,
+    /// The workload and its own flags.
+    #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "WORKLOAD")]
+    pub workload: Vec<String>,
+}
+
+/// `schedlab calibrate`.
+#[derive(Args, Debug)]
+pub struct CalibrateArgs {
+    /// Write the cost file here (default: stdout).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Repetitions of each microbenchmark (the median is used).
+    #[arg(long, default_value_t = 5)]
+    pub repetitions: usize,
+    /// Scales every microbenchmark's iteration count (0.1 for a quick run).
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
+}
+
+// ---- vm ------------------------------------------------------------------------------
+
+/// The guest-boot options `compare --vm` and `validate --vm` share.
+#[derive(Args, Debug, Default)]
+pub struct VmBootArgs {
+    /// With --vm: repetitions run first in every boot and discarded [default: 1].
+    #[arg(long, value_name = "N")]
+    pub warmup: Option<u32>,
+    /// With --vm: KVM when /dev/kvm works (auto), or force kvm or tcg (emulation) [default: auto].
+    #[arg(long, value_enum)]
+    pub accel: Option<AccelArg>,
+    /// With --vm: seconds one boot may take before qemu is killed [default: 900].
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<u64>,
+    /// With --vm: echo the guests' consoles on stderr.
+    #[arg(long)]
+    pub verbose_vm: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct VmArgs {
+    #[command(subcommand)]
+    pub command: VmCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum VmCommand {
+    /// Boot a kernel once per variant and run a workload in it with `schedlab native`, printing
+    /// the guest's counters per variant. Options go before the workload.
+    Run(VmRunArgs),
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum AccelArg {
+    /// KVM when /dev/kvm works, TCG otherwise.
+    Auto,
+    Kvm,
+    /// Emulation (multi-threaded TCG), as the ground truth in shared/ground-truth was measured.
+    Tcg,
+}
+
+#[derive(Args, Debug)]
+pub struct VmRunArgs {
+    /// A Debian kernel package, fetched with `apt-get download` and cached (only vmlinuz and
+    /// its config are kept), e.g. linux-image-6.12.117+deb13-amd64.
+    #[arg(long, value_name = "PACKAGE", conflicts_with = "bzimage", required_unless_present = "bzimage")]
+    pub kernel_pkg: Option<String>,
+    /// A bootable x86-64 kernel image (bzImage, or a distribution's vmlinuz).
+    #[arg(long, value_name = "PATH")]
+    pub bzimage: Option<PathBuf>,
+    /// The guest's CPUs: smp:N.
+    #[arg(long, default_value = "smp:2")]
+    pub topology: String,
+    /// A variant to measure: `default` or feature tokens (NO_WAKEUP_PREEMPTION,PLACE_LAG);
+    /// repeat for several. Each variant is a separate boot.
+    #[arg(long = "variant", value_name = "SPEC", default_value = "default")]
+    pub variants: Vec<String>,
+    /// Repetitions of the workload in each boot.
+    #[arg(long, default_value_t = 3)]
+    pub runs: u32,
+    /// Repetitions run first in each boot and discarded.
+    #[arg(long, default_value_t = 0)]
+    pub warmup: u32,
+    #[arg(long, value_enum, default_value_t = AccelArg::Auto)]
+    pub accel: AccelArg,
+    /// Seconds one boot may take before qemu is killed.
+    #[arg(long, default_value_t = 900, value_name = "SECS")]
+    pub timeout: u64,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Echo the guest's console on stderr.
+    #[arg(short, long)]
+    pub verbose: bool,
+    /// The workload and its own flags, as for `schedlab native`: `hackbench -p -g 1 -l 200`.
+    #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "WORKLOAD")]
+    pub workload: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct ExplainArgs {
+    /// The base: a SPEC (kernel preset plus +patch, -patch, FEATURE, NO_FEATURE, key=value).
+    #[arg(long, value_name = "SPEC")]
+    pub base: String,
+    /// The variant; without a preset its tokens apply on top of the base.
+    #[arg(long, value_name = "SPEC")]
+    pub variant: String,
+    /// Machine: a preset name, smp:N, or a TOML file.
+    #[arg(long, default_value = "smp:2")]
+    pub topology: String,
+    /// Seed of both runs.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Simulated seconds when the workload sets no bound.
+    #[arg(long, default_value_t = 10.0)]
+    pub duration: f64,
+    /// Stop each run after this many events (a safety bound).
+    #[arg(long, default_value_t = 2_000_000_000)]
+    pub max_events: u64,
+    /// CPUs every workload task may run on (taskset -c syntax).
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// A benchmark to run beside the workload, e.g. 'stress-ng --cpu 4' (repeatable).
+    #[arg(long, value_name = "COMMAND")]
+    pub background: Vec<String>,
+    /// Decisions of context shown before the divergence.
+    #[arg(long, default_value_t = 8)]
+    pub context: usize,
+    /// Decisions of each run shown after the divergence.
+    #[arg(long, default_value_t = 6)]
+    pub after: usize,
+    /// The workload and its own flags (as for `run`).
+    #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "WORKLOAD")]
+    pub workload: Vec<String>,
+}
+
+// ---- report --------------------------------------------------------------------------
+
+/// `schedlab report`.
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// A results database (`results.db`, or the directory holding it) or one or more
+    /// `schedlab run --json` files (the first file's variant is the base).
+    #[arg(required = true, num_args = 1.., value_name = "RESULTS")]
+    pub results: Vec<PathBuf>,
+    /// The HTML file to write.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: PathBuf,
+    /// Length of the per-CPU timeline excerpt in milliseconds of simulated time (0: none).
+    #[arg(long, default_value_t = 5.0, value_name = "MS")]
+    pub timeline_ms: f64,
+    /// Where the excerpt starts, in milliseconds of simulated time (default: 10 ms in, or a
+    /// quarter into shorter runs).
+    #[arg(long, value_name = "MS")]
+    pub timeline_at: Option<f64>,
+}
+
+// ---- fidelity ------------------------------------------------------------------------
+
+#[derive(Args, Debug)]
+pub struct FidelityArgs {
+    /// A ground-truth directory (summary.csv, effects.txt); default: the repository's
+    /// data/ground-truth/qemu-2vcpu.
+    #[arg(value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Seeds per case.
+    #[arg(long, default_value_t = 3)]
+    pub runs: u32,
+    /// Only these workloads, comma-separated (e.g. pp,hb_pipe).
+    #[arg(long, value_delimiter = ',')]
+    pub workloads: Option<Vec<String>>,
+    /// Only these kernels by release, comma-separated (e.g. 7.3.4).
+    #[arg(long, value_delimiter = ',')]
+    pub kernels: Option<Vec<String>>,
+    /// Print one JSON object instead of the tables.
+    #[arg(long)]
+    pub json: bool,
 }

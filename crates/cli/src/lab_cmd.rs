@@ -2,166 +2,20 @@
 //! `lab` crate; this file parses flags, draws the progress bar and maps errors to exit codes.
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle, TermLike};
 use lab::compare::{self, CompareOptions, Sample, Selection};
 use lab::plan::{self, Plan, PlanFlags, RunKey, Shard};
 use lab::report::{self, Format};
 use lab::store::{self, Store};
 use lab::sweep::{self, Outcome, SweepProgress};
-use lab::{LabError, spec, words};
+use lab::words;
 
-use crate::setup::{Incomplete, UserError, user};
-
-/// Printed after `schedlab compare --help`'s options.
-const COMPARE_HELP: &str = "\
-Sources of runs:
-  schedlab compare --base SPEC --variant SPEC... [--runs N] <WORKLOAD [FLAGS...]>
-  schedlab compare --plan PLAN.toml     the plan's topologies, variants, workloads and seeds
-  schedlab compare --from results/      runs stored by `schedlab sweep` (variants by name or SPEC)
-
-One workload goes last, with its own flags (`rtapp examples/rtapp/mixed.json`); give several as
-repeated --workload \"hackbench -g 4\" strings (split like a shell does).
-
-SPEC: a kernel preset plus +patch, -patch, FEATURE, NO_FEATURE and key=value tokens, separated by
-spaces or commas; the glued form v7.3+next-buddy-eevdf works too. A variant without a preset
-applies on top of the base. Every variant runs on the same seeds as the base (common random
-numbers): run i uses seed S+i (S from --seed, default 1), or the seeds of --seeds.
-
-%change: positive = better, on the medians over seeds (lower-is-better metrics
-100*(base-variant)/base, higher-is-better 100*(variant-base)/base).
-
-(I)/(R) significant improvement/regression: paired t-test on the per-seed differences (Welch's
-t-test when base and variant share fewer than 3 seeds), two-sided p < --alpha, |%change| >=
---min-effect, at least 3 runs, and the mean difference points the same way as the median change.
-Fewer than 3 runs are never marked.";
-
-/// Printed after `schedlab sweep --help`'s options.
-const SWEEP_HELP: &str = "\
-Results go to DIR/results.db (SQLite, WAL), one row per run, each committed as it finishes: an
-interrupted sweep keeps every finished run and a rerun does only what is missing (runs are keyed
-on schedlab version, full SPEC, topology, workload argv, seed, duration and event bound).
-
---shard I/N (0 <= I < N) runs the runs whose number in the plan is I modulo N; runs are numbered
-topology, variant, workload, seed, the seed varying fastest. Give each shard its own --out
-directory, then `schedlab merge DIR... --out merged` and `schedlab compare --from merged`.
-See examples/sweeps/ for a plan, a Slurm job array and a Kubernetes Indexed Job.";
-
-/// `schedlab compare` flags.
-#[derive(Args, Debug)]
-#[command(after_long_help = COMPARE_HELP)]
-pub struct CompareArgs {
-    /// Machine: a preset, smp:N or a topology TOML file (repeatable; default smp:2).
-    #[arg(long, value_name = "NAME|FILE")]
-    pub topology: Vec<String>,
-    /// Runs (seeds) per variant [default: 5].
-    #[arg(long)]
-    pub runs: Option<usize>,
-    /// First seed: run i uses seed S+i [default: 1].
-    #[arg(long, value_name = "S")]
-    pub seed: Option<u64>,
-    /// Explicit seeds instead of --seed/--runs, e.g. 1,7,42.
-    #[arg(long, value_name = "LIST")]
-    pub seeds: Option<String>,
-    /// Simulated seconds per run when the workload sets no duration [default: 10].
-    #[arg(long, value_name = "SECS")]
-    pub duration: Option<f64>,
-    /// Stop each run after this many events [default: 2000000000].
-    #[arg(long)]
-    pub max_events: Option<u64>,
-    /// CPUs every task of every workload may run on (taskset -c syntax, e.g. 78,79).
-    #[arg(long, value_name = "LIST")]
-    pub cpus: Option<String>,
-    /// A benchmark to run beside every workload, e.g. 'stress-ng --cpu 4' (repeatable); its
-    /// metric is compared too.
-    #[arg(long, value_name = "COMMAND")]
-    pub background: Vec<String>,
-    /// Output: table (plain text columns that paste into an email), box (the same with box
-    /// drawing), markdown, csv or json.
-    #[arg(long, default_value = "table", value_parser = ["table", "box", "markdown", "csv", "json"])]
-    pub format: String,
-    /// Significance level of the t-test.
-    #[arg(long, default_value_t = 0.05)]
-    pub alpha: f64,
-    /// Smallest |% change| (percent) that can be marked significant.
-    #[arg(long, default_value_t = 1.0, value_name = "PERCENT")]
-    pub min_effect: f64,
-    /// The base SPEC (with --plan/--from: a variant name or SPEC; default: the plan's base).
-    #[arg(long, value_name = "SPEC", allow_hyphen_values = true)]
-    pub base: Option<String>,
-    /// A variant SPEC to compare with the base (repeatable; with --plan/--from a name or SPEC).
-    #[arg(long, value_name = "SPEC", allow_hyphen_values = true)]
-    pub variant: Vec<String>,
-    /// A workload command line as one string, e.g. "rtapp examples/rtapp/mixed.json" (repeatable).
-    #[arg(long = "workload", value_name = "\"WORKLOAD FLAGS\"")]
-    pub workloads: Vec<String>,
-    /// Run the plan file's experiment instead of flags.
-    #[arg(long, value_name = "PLAN.toml")]
-    pub plan: Option<PathBuf>,
-    /// Render stored results (a results directory or database) instead of running.
-    #[arg(long, value_name = "RESULTS")]
-    pub from: Option<PathBuf>,
-    /// Worker threads [default: one per CPU]; results do not depend on it.
-    #[arg(long, short = 'j')]
-    pub jobs: Option<usize>,
-    /// No progress on stderr (a bar on a terminal, else a line at most every 10 s).
-    #[arg(long, short)]
-    pub quiet: bool,
-    /// Measure on a real kernel under qemu instead of the model: a Debian kernel package
-    /// (linux-image-6.12.117+deb13-amd64, fetched and cached) or a kernel image path (your
-    /// bzImage). SPECs are then `default`, FEATURE/NO_FEATURE, preempt=MODEL and sysctls.
-    #[arg(long, value_name = "KERNEL")]
-    pub vm: Option<String>,
-    #[command(flatten)]
-    pub vm_opts: crate::vm_cmd::VmBootArgs,
-    /// The workload and its own flags: `rtapp FILE.json` (put options before it).
-    #[arg(num_args = 0.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "WORKLOAD")]
-    pub workload: Vec<String>,
-}
-
-/// `schedlab sweep` flags.
-#[derive(Args, Debug)]
-#[command(after_long_help = SWEEP_HELP)]
-pub struct SweepArgs {
-    /// The plan file (see examples/sweeps/plan.toml).
-    #[arg(value_name = "PLAN.toml")]
-    pub plan: PathBuf,
-    /// Run only shard I of N (0-based), e.g. --shard $SLURM_ARRAY_TASK_ID/$N.
-    #[arg(long, value_name = "I/N")]
-    pub shard: Option<String>,
-    /// Results directory (the database is DIR/results.db).
-    #[arg(long, default_value = "results", value_name = "DIR")]
-    pub out: PathBuf,
-    /// Worker threads [default: one per CPU]; results do not depend on it.
-    #[arg(long, short = 'j')]
-    pub jobs: Option<usize>,
-    /// No progress on stderr (a bar on a terminal, else a line at most every 10 s).
-    #[arg(long, short)]
-    pub quiet: bool,
-}
-
-/// Merge results databases (shards) into one, skipping runs already present.
-#[derive(Args, Debug)]
-pub struct MergeArgs {
-    /// Results directories (or results.db files) to merge.
-    #[arg(required = true, value_name = "DIR")]
-    pub inputs: Vec<PathBuf>,
-    /// The merged results directory (created if needed; runs already there are kept).
-    #[arg(long, default_value = "results", value_name = "DIR")]
-    pub out: PathBuf,
-}
-
-pub(crate) fn lab_err(e: LabError) -> anyhow::Error {
-    match e {
-        LabError::Input(m) => UserError(m).into(),
-        LabError::Internal(m) => anyhow::anyhow!(m),
-    }
-}
+use crate::args::{CompareArgs, MergeArgs, SweepArgs};
+use crate::setup::{Incomplete, UserError, lab_err, user};
 
 /// `schedlab kernels`: one line per preset, with the source its switches were checked against.
 pub fn kernels() -> anyhow::Result<()> {
@@ -351,7 +205,7 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<()> {
             match (source_plan, source_from) {
                 (Some(p), _) => {
                     let plan = plan::load_plan(p).map_err(lab_err)?;
-                    let sel = select_in_plan(&plan, a)?;
+                    let sel = Selection::in_plan(&plan, a.base.as_deref(), &a.variant).map_err(lab_err)?;
                     let samples = run_plan(&plan, a.jobs, a.quiet)?;
                     compare::build(&samples, &sel, opts).map_err(lab_err)?
                 }
@@ -416,31 +270,6 @@ fn plan_from_flags(a: &CompareArgs) -> anyhow::Result<Plan> {
     .map_err(lab_err)
 }
 
-/// Base and variants of a plan, optionally chosen by --base/--variant (names or SPECs).
-fn select_in_plan(plan: &Plan, a: &CompareArgs) -> anyhow::Result<Selection> {
-    let find = |text: &str, flag: &str| -> anyhow::Result<(String, String)> {
-        let base_full = &plan.base_variant().spec;
-        let full = spec::full_variant(text, base_full);
-        match plan.variants.iter().find(|v| v.name == text.trim() || v.spec == full) {
-            Some(v) => Ok((v.name.clone(), v.spec.clone())),
-            None => {
-                let names: Vec<&str> = plan.variants.iter().map(|v| v.name.as_str()).collect();
-                user(format!("{flag} `{text}`: not a variant of {} (variants: {})", plan.origin, names.join(", ")))
-            }
-        }
-    };
-    let mut sel = Selection::from_plan(plan);
-    if let Some(b) = &a.base {
-        sel.base = find(b, "--base")?;
-        sel.variants =
-            plan.variants.iter().filter(|v| v.name != sel.base.0).map(|v| (v.name.clone(), v.spec.clone())).collect();
-    }
-    if !a.variant.is_empty() {
-        sel.variants = a.variant.iter().map(|v| find(v, "--variant")).collect::<anyhow::Result<_>>()?;
-    }
-    Ok(sel)
-}
-
 /// Runs every run of a plan in parallel; the samples come back in plan order.
 fn run_plan(plan: &Plan, jobs: Option<usize>, quiet: bool) -> anyhow::Result<Vec<Sample>> {
     let slots = plan.runs();
@@ -493,76 +322,11 @@ fn run_plan(plan: &Plan, jobs: Option<usize>, quiet: bool) -> anyhow::Result<Vec
 /// `compare --from`: stored runs, selected by variant name or SPEC.
 fn from_store(dir: &std::path::Path, a: &CompareArgs, opts: CompareOptions) -> anyhow::Result<compare::Comparison> {
     let store = Store::open(dir).map_err(lab_err)?;
-    let mut runs = store.runs().map_err(lab_err)?;
-    let versions = store.versions().map_err(lab_err)?;
-    if versions.len() > 1 {
-        if !versions.iter().any(|v| v == store::VERSION) {
-            return user(format!(
-                "{}: runs of several schedlab versions ({}); none of this version {}",
-                store.path().display(),
-                versions.join(", "),
-                store::VERSION
-            ));
-        }
-        eprintln!(
-            "schedlab: note: using the runs of schedlab {} (the store also has {})",
-            store::VERSION,
-            versions.join(", ")
-        );
-        runs.retain(|r| r.version == store::VERSION);
+    let stored = compare::select_stored(&store, a.base.as_deref(), &a.variant).map_err(lab_err)?;
+    if let Some(note) = &stored.note {
+        eprintln!("schedlab: note: {note}");
     }
-    let named = store.variants().map_err(lab_err)?;
-    // Names known from the variants table, then from the runs themselves.
-    let mut known: Vec<(String, String)> = named.clone();
-    for r in &runs {
-        if !known.iter().any(|(n, s)| n == &r.variant_name || s == &r.key.spec) {
-            known.push((r.variant_name.clone(), r.key.spec.clone()));
-        }
-    }
-    let has_runs = |spec: &str| runs.iter().any(|r| r.key.spec == spec);
-    let find = |text: &str, flag: &str, base_full: Option<&str>| -> anyhow::Result<(String, String)> {
-        if let Some((n, s)) = known.iter().find(|(n, _)| n == text.trim()) {
-            return Ok((n.clone(), s.clone()));
-        }
-        let full = match base_full {
-            Some(b) => spec::full_variant(text, b),
-            None => spec::full_base(text),
-        };
-        if has_runs(&full) {
-            let name = known.iter().find(|(_, s)| s == &full).map_or(text.trim().to_string(), |(n, _)| n.clone());
-            return Ok((name, full));
-        }
-        let names: Vec<&str> = known.iter().map(|(n, _)| n.as_str()).collect();
-        user(format!("{flag} `{text}`: no stored runs of this variant (variants: {})", names.join(", ")))
-    };
-    let base = match &a.base {
-        Some(b) => find(b, "--base", None)?,
-        None => match known.first() {
-            Some(first) => first.clone(),
-            None => return user(format!("{}: no runs stored", store.path().display())),
-        },
-    };
-    let variants: Vec<(String, String)> = if a.variant.is_empty() {
-        known.iter().filter(|(_, s)| s != &base.1 && has_runs(s)).cloned().collect()
-    } else {
-        a.variant.iter().map(|v| find(v, "--variant", Some(&base.1))).collect::<anyhow::Result<_>>()?
-    };
-    if variants.is_empty() {
-        return user(format!("{}: only the base `{}` has runs; nothing to compare", store.path().display(), base.0));
-    }
-    let sel = Selection { base, variants };
-    let mut samples = Vec::new();
-    for r in runs {
-        let label = if r.key.spec == sel.base.1 {
-            Some(sel.base.0.clone())
-        } else {
-            sel.variants.iter().find(|(_, s)| s == &r.key.spec).map(|(n, _)| n.clone())
-        };
-        if let Some(variant) = label {
-            samples.push(Sample { variant, key: r.key, record: r.record });
-        }
-    }
-    compare::build(&samples, &sel, opts).map_err(lab_err)
+    compare::build(&stored.samples, &stored.selection, opts).map_err(lab_err)
 }
 
 pub fn sweep(a: &SweepArgs) -> anyhow::Result<()> {

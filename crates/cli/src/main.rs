@@ -4,8 +4,8 @@
 
 mod analyze;
 mod args;
-mod bench;
-mod explain;
+mod bench_cmd;
+mod explain_cmd;
 mod fidelity;
 mod lab_cmd;
 mod native_cmd;
@@ -35,7 +35,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Run(a) => run::run(a),
         Command::Features(a) => features(a),
-        Command::Bench(a) => bench::bench(a),
+        Command::Bench(a) => bench_cmd::bench(a),
         Command::Analyze(a) => analyze::analyze(a),
         Command::Topology { command } => topology(command),
         Command::Compare(a) => lab_cmd::compare(a),
@@ -47,7 +47,7 @@ fn main() -> ExitCode {
         Command::Validate(a) => native_cmd::validate(a),
         Command::Vm(a) => vm_cmd::vm(a),
         Command::Calibrate(a) => native_cmd::calibrate(a),
-        Command::Explain(a) => explain::explain(a),
+        Command::Explain(a) => explain_cmd::explain(a),
         Command::Report(a) => report::report(a),
         Command::Fidelity(a) => fidelity::fidelity(a),
     };

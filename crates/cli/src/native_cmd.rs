@@ -2,121 +2,14 @@
 //! machine, beside the model (crate `native`).
 
 use std::io::Write;
-use std::path::PathBuf;
 
-use clap::Args;
 use serde_json::{Value, json};
 
 use native::procfs::TaskSample;
 use native::{NativeError, NativeOptions, NativeRun};
 
-use crate::args::SimArgs;
+use crate::args::{CalibrateArgs, NativeArgs, SimArgs, ValidateArgs};
 use crate::setup::{self, UserError, user};
-
-/// `schedlab native`.
-#[derive(Args, Debug)]
-pub struct NativeArgs {
-    /// CPUs every task of the workload may run on (taskset -c syntax, e.g. 0 or 0-1).
-    #[arg(long, visible_alias = "cpus", value_name = "LIST")]
-    pub pin: Option<String>,
-    /// Print one JSON object (the `run --json` schema, `"mode": "native"`).
-    #[arg(long)]
-    pub json: bool,
-    /// Record the scheduler events with ftrace (root; a private tracefs instance) for wakeup
-    /// latencies and wakeup placement.
-    #[arg(long)]
-    pub trace: bool,
-    /// Also save the recorded ftrace text to FILE (implies --trace).
-    #[arg(long, value_name = "FILE")]
-    pub trace_out: Option<PathBuf>,
-    /// Per-CPU ftrace buffer in KiB.
-    #[arg(long, default_value_t = 32768, value_name = "KIB")]
-    pub trace_buffer_kb: u32,
-    /// Also print the per-task table.
-    #[arg(long)]
-    pub tasks: bool,
-    /// Run the built-in workers even when the real tool (perf, hackbench, lat_ctx, netperf,
-    /// stress-ng) is installed.
-    #[arg(long)]
-    pub builtin: bool,
-    /// The workload and its own flags: `pipe -l 100000`, `hackbench -g 4 -l 100`.
-    #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "WORKLOAD")]
-    pub workload: Vec<String>,
-}
-
-/// `schedlab validate`.
-#[derive(Args, Debug)]
-pub struct ValidateArgs {
-    /// Native runs, and simulated seeds.
-    #[arg(long, default_value_t = 5)]
-    pub runs: u32,
-    /// CPUs every task may run on, natively and in the model (taskset -c syntax).
-    #[arg(long, visible_alias = "cpus", value_name = "LIST")]
-    pub pin: Option<String>,
-    /// Record native runs with ftrace: the wakeup, wakeup latency and wakee placement rows
-    /// (the default when running as root).
-    #[arg(long)]
-    pub trace: bool,
-    /// Do not record native runs with ftrace, even as root.
-    #[arg(long, conflicts_with = "trace")]
-    pub no_trace: bool,
-    /// Per-CPU ftrace buffer in KiB.
-    #[arg(long, default_value_t = 32768, value_name = "KIB")]
-    pub trace_buffer_kb: u32,
-    /// The simulated machine.
-    #[arg(long, default_value = "host")]
-    pub topology: String,
-    /// The simulated kernel (`host`: the preset nearest to this kernel, with its HZ and
-    /// preemption model).
-    #[arg(long, default_value = "host")]
-    pub kernel: String,
-    /// Scheduler features for the model, debugfs syntax.
-    #[arg(long, value_name = "LIST")]
-    pub features: Option<String>,
-    /// A cost parameter for the model, e.g. context_switch_ns=1500 (repeatable).
-    #[arg(long, value_name = "KEY=VALUE")]
-    pub cost: Vec<String>,
-    /// A cost file for the model (e.g. from `schedlab calibrate`).
-    #[arg(long, value_name = "FILE")]
-    pub cost_file: Option<PathBuf>,
-    /// First seed of the simulated runs (seeds SEED..SEED+runs).
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Run the built-in workers natively even when the real tool is installed.
-    #[arg(long)]
-    pub builtin: bool,
-    /// Print one JSON object instead of the table.
-    #[arg(long)]
-    pub json: bool,
-    /// Validate against a real kernel under qemu instead of this machine's: a Debian kernel
-    /// package or a kernel image path. The model then runs the guest's kernel with the costs
-    /// `schedlab calibrate` measures in the guest (or --cost-file's).
-    #[arg(long, value_name = "KERNEL")]
-    pub vm: Option<String>,
-    #[command(flatten)]
-    pub vm_opts: crate::vm_cmd::VmBootArgs,
-    /// With --vm: the guest's `schedlab calibrate --scale` (its microbenchmarks' iterations; 0.2
-    /// keeps a TCG guest's calibration under a minute on an idle host).
-    #[arg(long, value_name = "F")]
-    pub calibrate_scale: Option<f64>,
-    /// The workload and its own flags.
-    #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "WORKLOAD")]
-    pub workload: Vec<String>,
-}
-
-/// `schedlab calibrate`.
-#[derive(Args, Debug)]
-pub struct CalibrateArgs {
-    /// Write the cost file here (default: stdout).
-    #[arg(short = 'o', long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
-    /// Repetitions of each microbenchmark (the median is used).
-    #[arg(long, default_value_t = 5)]
-    pub repetitions: usize,
-    /// Scales every microbenchmark's iteration count (0.1 for a quick run).
-    #[arg(long, default_value_t = 1.0)]
-    pub scale: f64,
-}
 
 /// Ctrl-C, SIGTERM or SIGHUP during a native run (the `ctrlc` crate's `termination` feature):
 /// kill and reap the children and the real tools' process groups, remove the ftrace instance,

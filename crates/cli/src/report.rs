@@ -1,36 +1,15 @@
 //! `schedlab report RESULTS -o report.html`: one self-contained HTML report (see the `report`
 //! crate) from a results database or `run --json` files.
 
-use std::path::PathBuf;
-
-use clap::{Args, Parser};
+use clap::Parser;
 use sim::config::Limits;
 use sim::engine::SimSetup;
 
 use lab::compare::Sample;
 use report::{Input, RunJson, Timeline};
 
-use crate::args::{Cli, Command};
-use crate::setup::{self, UserError, user};
-
-/// `schedlab report`.
-#[derive(Args, Debug)]
-pub struct ReportArgs {
-    /// A results database (`results.db`, or the directory holding it) or one or more
-    /// `schedlab run --json` files (the first file's variant is the base).
-    #[arg(required = true, num_args = 1.., value_name = "RESULTS")]
-    pub results: Vec<PathBuf>,
-    /// The HTML file to write.
-    #[arg(short = 'o', long, value_name = "FILE")]
-    pub output: PathBuf,
-    /// Length of the per-CPU timeline excerpt in milliseconds of simulated time (0: none).
-    #[arg(long, default_value_t = 5.0, value_name = "MS")]
-    pub timeline_ms: f64,
-    /// Where the excerpt starts, in milliseconds of simulated time (default: 10 ms in, or a
-    /// quarter into shorter runs).
-    #[arg(long, value_name = "MS")]
-    pub timeline_at: Option<f64>,
-}
+use crate::args::{Cli, Command, ReportArgs};
+use crate::setup::{self, UserError, lab_err, user};
 
 pub fn report(a: &ReportArgs) -> anyhow::Result<()> {
     if !(a.timeline_ms >= 0.0 && a.timeline_ms <= 1000.0) {
@@ -46,12 +25,6 @@ pub fn report(a: &ReportArgs) -> anyhow::Result<()> {
             return user(format!("{}: no such file or directory", p.display()));
         }
     }
-    let lab_err = |e: lab::LabError| -> anyhow::Error {
-        match e {
-            lab::LabError::Input(m) => UserError(m).into(),
-            lab::LabError::Internal(m) => anyhow::anyhow!(m),
-        }
-    };
     let dbs = a.results.iter().filter(|p| report::is_database(p)).count();
     let (input, jsons) = match (dbs, a.results.len()) {
         (1, 1) => (report::load_db(&a.results[0]).map_err(lab_err)?, Vec::new()),

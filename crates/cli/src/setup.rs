@@ -37,6 +37,14 @@ pub fn user<T>(msg: impl Into<String>) -> Result<T, anyhow::Error> {
     Err(UserError(msg.into()).into())
 }
 
+/// A lab error as the binary reports it: bad input exits 2, anything else is internal.
+pub fn lab_err(e: lab::LabError) -> anyhow::Error {
+    match e {
+        lab::LabError::Input(m) => UserError(m).into(),
+        lab::LabError::Internal(m) => anyhow::anyhow!(m),
+    }
+}
+
 /// The kernel configuration from `--kernel` (a full SPEC: preset, patches, features, sysctls),
 /// then `--features`, `--sysctl`, `--preempt`, `--hz` on top; and the patches the SPEC applied.
 pub fn sched_config(a: &SimArgs) -> anyhow::Result<SchedConfig> {

@@ -4,96 +4,16 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Subcommand, ValueEnum};
-
 use lab::compare::CompareOptions;
 use lab::report::{self, Format};
 
-use crate::lab_cmd::CompareArgs;
-use crate::native_cmd::ValidateArgs;
+use crate::args::{AccelArg, CompareArgs, ValidateArgs, VmArgs, VmBootArgs, VmCommand, VmRunArgs};
 use crate::setup::{UserError, user};
-
-#[derive(Args, Debug)]
-pub struct VmArgs {
-    #[command(subcommand)]
-    pub command: VmCommand,
-}
-
-#[derive(Subcommand, Debug)]
-pub enum VmCommand {
-    /// Boot a kernel once per variant and run a workload in it with `schedlab native`, printing
-    /// the guest's counters per variant. Options go before the workload.
-    Run(VmRunArgs),
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
-pub enum AccelArg {
-    /// KVM when /dev/kvm works, TCG otherwise.
-    Auto,
-    Kvm,
-    /// Emulation (multi-threaded TCG), as the ground truth in shared/ground-truth was measured.
-    Tcg,
-}
-
-#[derive(Args, Debug)]
-pub struct VmRunArgs {
-    /// A Debian kernel package, fetched with `apt-get download` and cached (only vmlinuz and
-    /// its config are kept), e.g. linux-image-6.12.117+deb13-amd64.
-    #[arg(long, value_name = "PACKAGE", conflicts_with = "bzimage", required_unless_present = "bzimage")]
-    pub kernel_pkg: Option<String>,
-    /// A bootable x86-64 kernel image (bzImage, or a distribution's vmlinuz).
-    #[arg(long, value_name = "PATH")]
-    pub bzimage: Option<PathBuf>,
-    /// The guest's CPUs: smp:N.
-    #[arg(long, default_value = "smp:2")]
-    pub topology: String,
-    /// A variant to measure: `default` or feature tokens (NO_WAKEUP_PREEMPTION,PLACE_LAG);
-    /// repeat for several. Each variant is a separate boot.
-    #[arg(long = "variant", value_name = "SPEC", default_value = "default")]
-    pub variants: Vec<String>,
-    /// Repetitions of the workload in each boot.
-    #[arg(long, default_value_t = 3)]
-    pub runs: u32,
-    /// Repetitions run first in each boot and discarded.
-    #[arg(long, default_value_t = 0)]
-    pub warmup: u32,
-    #[arg(long, value_enum, default_value_t = AccelArg::Auto)]
-    pub accel: AccelArg,
-    /// Seconds one boot may take before qemu is killed.
-    #[arg(long, default_value_t = 900, value_name = "SECS")]
-    pub timeout: u64,
-    /// Print one JSON object instead of the table.
-    #[arg(long)]
-    pub json: bool,
-    /// Echo the guest's console on stderr.
-    #[arg(short, long)]
-    pub verbose: bool,
-    /// The workload and its own flags, as for `schedlab native`: `hackbench -p -g 1 -l 200`.
-    #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "WORKLOAD")]
-    pub workload: Vec<String>,
-}
 
 pub fn vm(a: &VmArgs) -> anyhow::Result<()> {
     match &a.command {
         VmCommand::Run(r) => vm_run(r),
     }
-}
-
-/// The guest-boot options `compare --vm` and `validate --vm` share.
-#[derive(Args, Debug, Default)]
-pub struct VmBootArgs {
-    /// With --vm: repetitions run first in every boot and discarded [default: 1].
-    #[arg(long, value_name = "N")]
-    pub warmup: Option<u32>,
-    /// With --vm: KVM when /dev/kvm works (auto), or force kvm or tcg (emulation) [default: auto].
-    #[arg(long, value_enum)]
-    pub accel: Option<AccelArg>,
-    /// With --vm: seconds one boot may take before qemu is killed [default: 900].
-    #[arg(long, value_name = "SECS")]
-    pub timeout: Option<u64>,
-    /// With --vm: echo the guests' consoles on stderr.
-    #[arg(long)]
-    pub verbose_vm: bool,
 }
 
 impl VmBootArgs {

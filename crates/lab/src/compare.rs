@@ -27,8 +27,8 @@ use serde::Serialize;
 use crate::plan::{DEFAULT_MAX_EVENTS, Plan, RunKey};
 use crate::runner::{Better, CounterRecord, RunRecord, WorkloadLine};
 use crate::stats::{Summary, TTest, paired_t, welch_t};
-use crate::store::{StoredRun, VERSION};
-use crate::{LabError, words};
+use crate::store::{Store, StoredRun, VERSION};
+use crate::{LabError, spec, words};
 
 /// Fewer runs than this are never marked significant.
 pub const MIN_RUNS: usize = 3;
@@ -216,6 +216,125 @@ impl Selection {
             variants: (0..plan.variants.len()).filter(|&i| i != plan.base).map(named).collect(),
         }
     }
+
+    /// Base and variants of a plan, optionally chosen (`--base`, `--variant`) by name or SPEC.
+    pub fn in_plan(plan: &Plan, base: Option<&str>, variants: &[String]) -> Result<Selection, LabError> {
+        let find = |text: &str, flag: &str| -> Result<(String, String), LabError> {
+            let base_full = &plan.base_variant().spec;
+            let full = spec::full_variant(text, base_full);
+            match plan.variants.iter().find(|v| v.name == text.trim() || v.spec == full) {
+                Some(v) => Ok((v.name.clone(), v.spec.clone())),
+                None => {
+                    let names: Vec<&str> = plan.variants.iter().map(|v| v.name.as_str()).collect();
+                    Err(LabError::Input(format!(
+                        "{flag} `{text}`: not a variant of {} (variants: {})",
+                        plan.origin,
+                        names.join(", ")
+                    )))
+                }
+            }
+        };
+        let mut sel = Selection::from_plan(plan);
+        if let Some(b) = base {
+            sel.base = find(b, "--base")?;
+            sel.variants = plan
+                .variants
+                .iter()
+                .filter(|v| v.name != sel.base.0)
+                .map(|v| (v.name.clone(), v.spec.clone()))
+                .collect();
+        }
+        if !variants.is_empty() {
+            sel.variants = variants.iter().map(|v| find(v, "--variant")).collect::<Result<_, _>>()?;
+        }
+        Ok(sel)
+    }
+}
+
+/// Stored runs chosen for a comparison, and a note to show when runs of other versions were left out.
+pub struct Stored {
+    pub samples: Vec<Sample>,
+    pub selection: Selection,
+    pub note: Option<String>,
+}
+
+/// The runs of a results store to compare: the base and variants by name or SPEC (`--base`,
+/// `--variant`; by default the first stored variant and every other one that has runs), only
+/// of this schedlab version when the store holds several.
+pub fn select_stored(store: &Store, base: Option<&str>, variants: &[String]) -> Result<Stored, LabError> {
+    let mut runs = store.runs()?;
+    let versions = store.versions()?;
+    let mut note = None;
+    if versions.len() > 1 {
+        if !versions.iter().any(|v| v == VERSION) {
+            return Err(LabError::Input(format!(
+                "{}: runs of several schedlab versions ({}); none of this version {VERSION}",
+                store.path().display(),
+                versions.join(", "),
+            )));
+        }
+        note = Some(format!("using the runs of schedlab {VERSION} (the store also has {})", versions.join(", ")));
+        runs.retain(|r| r.version == VERSION);
+    }
+    let named = store.variants()?;
+    // Names known from the variants table, then from the runs themselves.
+    let mut known: Vec<(String, String)> = named.clone();
+    for r in &runs {
+        if !known.iter().any(|(n, s)| n == &r.variant_name || s == &r.key.spec) {
+            known.push((r.variant_name.clone(), r.key.spec.clone()));
+        }
+    }
+    let has_runs = |spec: &str| runs.iter().any(|r| r.key.spec == spec);
+    let find = |text: &str, flag: &str, base_full: Option<&str>| -> Result<(String, String), LabError> {
+        if let Some((n, s)) = known.iter().find(|(n, _)| n == text.trim()) {
+            return Ok((n.clone(), s.clone()));
+        }
+        let full = match base_full {
+            Some(b) => spec::full_variant(text, b),
+            None => spec::full_base(text),
+        };
+        if has_runs(&full) {
+            let name = known.iter().find(|(_, s)| s == &full).map_or(text.trim().to_string(), |(n, _)| n.clone());
+            return Ok((name, full));
+        }
+        let names: Vec<&str> = known.iter().map(|(n, _)| n.as_str()).collect();
+        Err(LabError::Input(format!(
+            "{flag} `{text}`: no stored runs of this variant (variants: {})",
+            names.join(", ")
+        )))
+    };
+    let base = match base {
+        Some(b) => find(b, "--base", None)?,
+        None => match known.first() {
+            Some(first) => first.clone(),
+            None => return Err(LabError::Input(format!("{}: no runs stored", store.path().display()))),
+        },
+    };
+    let variants: Vec<(String, String)> = if variants.is_empty() {
+        known.iter().filter(|(_, s)| s != &base.1 && has_runs(s)).cloned().collect()
+    } else {
+        variants.iter().map(|v| find(v, "--variant", Some(&base.1))).collect::<Result<_, _>>()?
+    };
+    if variants.is_empty() {
+        return Err(LabError::Input(format!(
+            "{}: only the base `{}` has runs; nothing to compare",
+            store.path().display(),
+            base.0
+        )));
+    }
+    let selection = Selection { base, variants };
+    let mut samples = Vec::new();
+    for r in runs {
+        let label = if r.key.spec == selection.base.1 {
+            Some(selection.base.0.clone())
+        } else {
+            selection.variants.iter().find(|(_, s)| s == &r.key.spec).map(|(n, _)| n.clone())
+        };
+        if let Some(variant) = label {
+            samples.push(Sample { variant, key: r.key, record: r.record });
+        }
+    }
+    Ok(Stored { samples, selection, note })
 }
 
 /// Builds the comparison from samples. Groups appear in the order of their first sample; a

@@ -1,4 +1,4 @@
-//! `schedlab bench`: simulator throughput in scheduler events per CPU-second.
+//! The simulator benchmark behind `schedlab bench`: throughput in scheduler events per CPU-second.
 //!
 //! Each case is a fixed workload on a fixed machine. An "event" is one engine event handled
 //! (a step end, tick, hrtick, timer, IPI, idle exit, fork or balance kick); cancelled events
@@ -17,7 +17,7 @@ use sim::ipc::ObjectSpec;
 use sim::program::{Op, TaskSpec};
 use sim::topology::Topology;
 
-use crate::args::BenchArgs;
+use crate::LabError;
 
 struct Case {
     name: &'static str,
@@ -56,14 +56,14 @@ fn mix(n: u32) -> Vec<TaskSpec> {
 }
 
 /// A benchmark model as `schedlab run` would build it.
-fn benchmark(name: &'static str, topology: &str, argv: &str) -> anyhow::Result<Case> {
-    let topology = Topology::by_name(topology).map_err(anyhow::Error::msg)?;
+fn benchmark(name: &'static str, topology: &str, argv: &str) -> Result<Case, LabError> {
+    let topology = Topology::by_name(topology).map_err(LabError::Internal)?;
     let argv: Vec<String> = argv.split_whitespace().map(String::from).collect();
-    let wl = lab::runner::resolve_workload_on(&argv, &[], topology.nr_cpus() as u32).map_err(anyhow::Error::msg)?;
+    let wl = crate::runner::resolve_workload_on(&argv, &[], topology.nr_cpus() as u32).map_err(LabError::Internal)?;
     Ok(Case { name, topology, tasks: wl.tasks, objects: wl.objects, seconds: None, check: false })
 }
 
-fn cases(seconds: u64) -> anyhow::Result<Vec<Case>> {
+fn cases(seconds: u64) -> Result<Vec<Case>, LabError> {
     let hogs = |name, cpus, n| Case {
         name,
         topology: Topology::smp(cpus),
@@ -118,7 +118,7 @@ struct Timed {
     cpu_s: Option<f64>,
 }
 
-fn run_case(case: Case) -> anyhow::Result<Timed> {
+fn run_case(case: Case) -> Result<Timed, LabError> {
     let setup = SimSetup {
         sched: SchedConfig::v7_3(),
         topology: case.topology,
@@ -132,9 +132,9 @@ fn run_case(case: Case) -> anyhow::Result<Timed> {
         check_invariants: case.check,
         groups: Vec::new(),
     };
-    let sim = Sim::new(setup).map_err(anyhow::Error::msg)?;
+    let sim = Sim::new(setup).map_err(LabError::Internal)?;
     let (t0, c0) = (Instant::now(), thread_cpu_ns());
-    let report = sim.run()?;
+    let report = sim.run().map_err(|v| LabError::Internal(v.to_string()))?;
     let wall_s = t0.elapsed().as_secs_f64();
     let cpu_s = c0.zip(thread_cpu_ns()).map(|(a, b)| b.saturating_sub(a) as f64 / 1e9);
     Ok(Timed { report, wall_s, cpu_s })
@@ -149,7 +149,7 @@ fn peak_rss_kib() -> Option<u64> {
 
 /// Memory per simulated task: the growth of the resident set over a run of `n` sleepers on one
 /// CPU, measured first so that the other cases do not hide it.
-fn memory_per_task_kib(n: u32) -> anyhow::Result<Option<f64>> {
+fn memory_per_task_kib(n: u32) -> Result<Option<f64>, LabError> {
     let before = current_rss_kib();
     let setup = SimSetup {
         sched: SchedConfig::v7_3(),
@@ -161,8 +161,8 @@ fn memory_per_task_kib(n: u32) -> anyhow::Result<Option<f64>> {
         check_invariants: false,
         groups: Vec::new(),
     };
-    let sim = Sim::new(setup).map_err(anyhow::Error::msg)?;
-    let report = sim.run()?;
+    let sim = Sim::new(setup).map_err(LabError::Internal)?;
+    let report = sim.run().map_err(|v| LabError::Internal(v.to_string()))?;
     let after = current_rss_kib();
     drop(report);
     Ok(before.zip(after).map(|(b, a)| a.saturating_sub(b) as f64 / f64::from(n)))
@@ -174,16 +174,28 @@ fn current_rss_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-pub fn bench(a: &BenchArgs) -> anyhow::Result<()> {
+/// Which cases `run` measures.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Only the cases whose name contains this.
+    pub only: Option<String>,
+    /// Simulated seconds of the hog cases.
+    pub seconds: u64,
+    /// Also the CPU time per event of growing task counts and machines.
+    pub scaling: bool,
+}
+
+/// Runs the cases, handing each line of the table to `print` as soon as it is measured.
+pub fn run(a: &Options, mut print: impl FnMut(&str)) -> Result<(), LabError> {
     if a.only.is_none()
         && let Some(kib) = memory_per_task_kib(20_000)?
     {
-        println!("memory: {kib:.2} KiB per simulated task (20000 tasks on smp:1, RSS growth incl. the report)");
+        print(&format!("memory: {kib:.2} KiB per simulated task (20000 tasks on smp:1, RSS growth incl. the report)"));
     }
-    println!(
+    print(&format!(
         "{:<26} {:>6} {:>9} {:>10} {:>9} {:>9} {:>9} {:>10} {:>9}",
         "case", "tasks", "sim_ms", "events", "stale", "wall_ms", "cpu_ms", "M_ev/cpu-s", "peak_MiB"
-    );
+    ));
     for case in cases(a.seconds)? {
         if a.only.as_ref().is_some_and(|o| !case.name.contains(o.as_str())) {
             continue;
@@ -191,7 +203,7 @@ pub fn bench(a: &BenchArgs) -> anyhow::Result<()> {
         let (name, ntasks) = (case.name, case.tasks.len());
         let t = run_case(case)?;
         let cpu = t.cpu_s.unwrap_or(t.wall_s);
-        println!(
+        print(&format!(
             "{:<26} {:>6} {:>9.1} {:>10} {:>9} {:>9.1} {:>9} {:>10.2} {:>9}",
             name,
             ntasks,
@@ -202,10 +214,10 @@ pub fn bench(a: &BenchArgs) -> anyhow::Result<()> {
             t.cpu_s.map_or("-".to_string(), |c| format!("{:.1}", c * 1e3)),
             t.report.events as f64 / cpu / 1e6,
             peak_rss_kib().map_or("-".to_string(), |k| format!("{:.1}", k as f64 / 1024.0)),
-        );
+        ));
     }
     if a.scaling {
-        println!("\nscaling (1 simulated s each): CPU ns per event, and its ratio to the series' first size");
+        print("\nscaling (1 simulated s each): CPU ns per event, and its ratio to the series' first size");
         let mut base: Option<(&str, f64)> = None;
         for (series, size, case) in scaling_cases() {
             let t = run_case(case)?;
@@ -217,11 +229,11 @@ pub fn bench(a: &BenchArgs) -> anyhow::Result<()> {
                     per_event
                 }
             };
-            println!(
+            print(&format!(
                 "{series:<18} {size:>6}: {:>10} events, {per_event:>8.1} ns/event, ratio {:.2}",
                 t.report.events,
                 per_event / first
-            );
+            ));
         }
     }
     Ok(())

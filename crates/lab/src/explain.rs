@@ -1,4 +1,4 @@
-//! `schedlab explain`: where two variants first decide differently, and why.
+//! `schedlab explain`'s engine: where two variants first decide differently, and why.
 //!
 //! Both variants run the same workload on the same seed, each in its own thread with a trace
 //! sink that turns the trace stream into *decision records*: wakeup-preemption verdicts (with
@@ -19,7 +19,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 
-use clap::Args;
 use sim::config::Limits;
 use sim::engine::{Sim, SimSetup};
 use sim::fair::WakeupReason;
@@ -28,47 +27,10 @@ use sim::kernel::Variant;
 use sim::select::SelectReason;
 use sim::trace::{EevdfState, PrevState, TaskRef, TraceEvent, TraceSink};
 
-use lab::runner::{Better, CounterRecord, ResolvedWorkload};
+use sim::topology::Topology;
 
-use crate::setup::{self, UserError, user};
-
-/// `schedlab explain`.
-#[derive(Args, Debug)]
-pub struct ExplainArgs {
-    /// The base: a SPEC (kernel preset plus +patch, -patch, FEATURE, NO_FEATURE, key=value).
-    #[arg(long, value_name = "SPEC")]
-    pub base: String,
-    /// The variant; without a preset its tokens apply on top of the base.
-    #[arg(long, value_name = "SPEC")]
-    pub variant: String,
-    /// Machine: a preset name, smp:N, or a TOML file.
-    #[arg(long, default_value = "smp:2")]
-    pub topology: String,
-    /// Seed of both runs.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Simulated seconds when the workload sets no bound.
-    #[arg(long, default_value_t = 10.0)]
-    pub duration: f64,
-    /// Stop each run after this many events (a safety bound).
-    #[arg(long, default_value_t = 2_000_000_000)]
-    pub max_events: u64,
-    /// CPUs every workload task may run on (taskset -c syntax).
-    #[arg(long, value_name = "LIST")]
-    pub cpus: Option<String>,
-    /// A benchmark to run beside the workload, e.g. 'stress-ng --cpu 4' (repeatable).
-    #[arg(long, value_name = "COMMAND")]
-    pub background: Vec<String>,
-    /// Decisions of context shown before the divergence.
-    #[arg(long, default_value_t = 8)]
-    pub context: usize,
-    /// Decisions of each run shown after the divergence.
-    #[arg(long, default_value_t = 6)]
-    pub after: usize,
-    /// The workload and its own flags (as for `run`).
-    #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "WORKLOAD")]
-    pub workload: Vec<String>,
-}
+use crate::LabError;
+use crate::runner::{Better, CounterRecord, ResolvedWorkload};
 
 // ---- decision records ----------------------------------------------------------------------
 
@@ -248,53 +210,50 @@ struct Run {
     comms: Arc<Mutex<BTreeMap<u32, String>>>,
 }
 
-// ---- the command ------------------------------------------------------------------------------
+// ---- the comparison --------------------------------------------------------------------------
 
-fn quote(s: &str) -> String {
-    lab::words::quote(s)
+/// What `explain` compares: two variants of one workload on one machine and seed.
+#[derive(Clone, Debug)]
+pub struct Explain {
+    /// The base's full SPEC text (as shown in the header).
+    pub base_spec: String,
+    /// The variant's full SPEC text.
+    pub variant_spec: String,
+    pub base: Variant,
+    pub variant: Variant,
+    pub topology: Topology,
+    /// Seed of both runs.
+    pub seed: u64,
+    /// Simulated ns when the workload sets no bound.
+    pub duration_ns: u64,
+    /// Events after which each run stops (a safety bound).
+    pub max_events: u64,
+    /// CPUs every workload task may run on.
+    pub cpus: Option<Vec<u32>>,
+    /// Benchmarks run beside the workload, each as its argv.
+    pub background: Vec<Vec<String>>,
+    /// The workload and its own flags (as for `run`).
+    pub workload: Vec<String>,
+    /// Decisions of context shown before the divergence.
+    pub context: usize,
+    /// Decisions of each run shown after the divergence.
+    pub after: usize,
+    /// The command line that reproduces this comparison, shown in the header and in errors.
+    pub reproduce: String,
 }
 
-fn reproduce(a: &ExplainArgs, base: &str, variant: &str) -> String {
-    let mut cmd = format!("schedlab explain --topology {} --seed {}", quote(&a.topology), a.seed);
-    if (a.duration - 10.0).abs() > f64::EPSILON {
-        cmd += &format!(" --duration {}", a.duration);
-    }
-    if let Some(c) = &a.cpus {
-        cmd += &format!(" --cpus {c}");
-    }
-    for b in &a.background {
-        cmd += &format!(" --background {}", quote(b));
-    }
-    cmd += &format!(" --base {} --variant {} {}", quote(base), quote(variant), lab::words::join(&a.workload));
-    cmd
-}
-
-pub fn explain(a: &ExplainArgs) -> anyhow::Result<()> {
-    let base_spec = lab::spec::full_base(&a.base);
-    let base = lab::spec::parse_full(&base_spec).map_err(|e| UserError(format!("--base `{}`: {e}", a.base)))?;
-    let var_spec = lab::spec::full_variant(&a.variant, &base_spec);
-    let variant = lab::spec::parse_full(&var_spec).map_err(|e| UserError(format!("--variant `{}`: {e}", a.variant)))?;
-    let topo = lab::plan::resolve_topology(&a.topology).map_err(|e| UserError(format!("--topology: {e}")))?;
-    if !(a.duration > 0.0 && a.duration <= 1e6) {
-        return user(format!("--duration: {} is not a positive number of seconds", a.duration));
-    }
+/// The explanation as text: header, first divergence (or none), the EEVDF state, context, what
+/// followed, and the consequences for the metric and counters. Bad input (workload, affinity)
+/// is [`LabError::Input`]; a run that fails is [`LabError::Internal`] with the reproducer.
+pub fn explain(req: &Explain) -> Result<String, LabError> {
+    let (base_spec, var_spec) = (&req.base_spec, &req.variant_spec);
+    let (base, variant) = (&req.base, &req.variant);
+    let topo = &req.topology;
     let ncpus = topo.nr_cpus() as u32;
-    let cpus = match &a.cpus {
-        Some(list) => Some(setup::cpu_list(list, ncpus)?),
-        None => None,
-    };
-    let mut background = Vec::new();
-    for b in &a.background {
-        match lab::words::split(b) {
-            Ok(w) if !w.is_empty() => background.push(w),
-            Ok(_) => return user("--background: empty command"),
-            Err(e) => return user(format!("--background: {e}")),
-        }
-    }
-    let resolve = || -> anyhow::Result<(ResolvedWorkload, SimSetup)> {
-        let wl = lab::runner::resolve_workload_on(&a.workload, &background, ncpus).map_err(UserError)?;
+    let resolve = || -> Result<(ResolvedWorkload, SimSetup), LabError> {
+        let wl = crate::runner::resolve_workload_on(&req.workload, &req.background, ncpus).map_err(LabError::Input)?;
         let (mut tasks, groups) = wl.grouped_tasks(base.config.sysctl.autogroup);
-        if let Some(c) = &cpus {
+        if let Some(c) = &req.cpus {
             for t in &mut tasks {
                 t.cpus = Some(c.clone());
             }
@@ -302,11 +261,8 @@ pub fn explain(a: &ExplainArgs) -> anyhow::Result<()> {
         let setup = SimSetup {
             sched: base.config.clone(),
             topology: topo.clone(),
-            seed: a.seed,
-            limits: Limits {
-                max_events: a.max_events,
-                max_time_ns: wl.duration_ns.unwrap_or((a.duration * 1e9) as u64),
-            },
+            seed: req.seed,
+            limits: Limits { max_events: req.max_events, max_time_ns: wl.duration_ns.unwrap_or(req.duration_ns) },
             tasks,
             objects: wl.objects.clone(),
             check_invariants: false,
@@ -327,7 +283,7 @@ pub fn explain(a: &ExplainArgs) -> anyhow::Result<()> {
         let (wl, mut setup) = resolve()?;
         setup.sched = r.variant.config.clone();
         // Reject bad input (affinity, references) here, with exit code 2.
-        drop(Sim::new(setup.clone()).map_err(UserError)?);
+        drop(Sim::new(setup.clone()).map_err(LabError::Input)?);
         let (tx, rx) = sync_channel::<Vec<Rec>>(2);
         readers.push(Reader { rx, batch: Vec::new().into_iter() });
         let sink = StreamSink {
@@ -355,9 +311,9 @@ pub fn explain(a: &ExplainArgs) -> anyhow::Result<()> {
 
     // Walk both streams in lockstep.
     let (Some(mut rb), Some(mut ra)) = (readers.pop(), readers.pop()) else {
-        anyhow::bail!("explain: internal error: the two variants' runs were not started");
+        return Err(LabError::Internal("explain: internal error: the two variants' runs were not started".into()));
     };
-    let mut context: VecDeque<Rec> = VecDeque::with_capacity(a.context + 1);
+    let mut context: VecDeque<Rec> = VecDeque::with_capacity(req.context + 1);
     let mut matched = 0u64;
     let mut last_ts = 0u64;
     let divergence = loop {
@@ -366,8 +322,8 @@ pub fn explain(a: &ExplainArgs) -> anyhow::Result<()> {
             (Some(x), Some(y)) if x.same(&y) => {
                 matched += 1;
                 last_ts = x.ts;
-                if a.context > 0 {
-                    if context.len() == a.context {
+                if req.context > 0 {
+                    if context.len() == req.context {
                         context.pop_front();
                     }
                     context.push_back(x);
@@ -376,7 +332,7 @@ pub fn explain(a: &ExplainArgs) -> anyhow::Result<()> {
             (x, y) => {
                 let mut after = [Vec::new(), Vec::new()];
                 for (i, rd) in [&mut ra, &mut rb].into_iter().enumerate() {
-                    while after[i].len() < a.after {
+                    while after[i].len() < req.after {
                         match rd.next() {
                             Some(r) => after[i].push(r),
                             None => break,
@@ -392,17 +348,18 @@ pub fn explain(a: &ExplainArgs) -> anyhow::Result<()> {
     drop(rb);
     let mut outcomes = Vec::new();
     for h in handles {
-        let o = h.join().map_err(|_| anyhow::anyhow!("a simulation thread panicked"))?;
-        outcomes.push(o.map_err(|e| anyhow::anyhow!("{e}\nreproduce with: {}", reproduce(a, &base_spec, &var_spec)))?);
+        let o = h.join().map_err(|_| LabError::Internal("a simulation thread panicked".into()))?;
+        outcomes.push(o.map_err(|e| LabError::Internal(format!("{e}\nreproduce with: {}", req.reproduce)))?);
     }
 
     let comms: Vec<BTreeMap<u32, String>> =
         runs.iter().map(|r| r.comms.lock().unwrap_or_else(|p| p.into_inner()).clone()).collect();
     let mut out = String::new();
-    let _ = writeln!(out, "# schedlab explain: {} on {}, seed {}", lab::words::join(&a.workload), topo.name, a.seed);
+    let _ =
+        writeln!(out, "# schedlab explain: {} on {}, seed {}", crate::words::join(&req.workload), topo.name, req.seed);
     let _ = writeln!(out, "# base:    {base_spec}");
     let _ = writeln!(out, "# variant: {var_spec}");
-    let _ = writeln!(out, "# reproduce: {}", reproduce(a, &base_spec, &var_spec));
+    let _ = writeln!(out, "# reproduce: {}", req.reproduce);
     let _ = writeln!(out);
     match &divergence {
         None => {
@@ -525,8 +482,7 @@ pub fn explain(a: &ExplainArgs) -> anyhow::Result<()> {
     }
     let _ = writeln!(out);
     consequences(&mut out, &metric_name, better, &outcomes[0], &outcomes[1], divergence.is_some());
-    print!("{out}");
-    Ok(())
+    Ok(out)
 }
 
 fn yes(b: bool) -> &'static str {
@@ -711,7 +667,7 @@ pub fn select_why(reason: SelectReason) -> String {
 
 /// A count as an integer, anything else with the lab's precision.
 fn num(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e15 { format!("{v:.0}") } else { lab::report::fmt_value(v) }
+    if v.fract() == 0.0 && v.abs() < 1e15 { format!("{v:.0}") } else { crate::report::fmt_value(v) }
 }
 
 fn change(base: f64, new: f64) -> String {
@@ -768,8 +724,8 @@ fn consequences(out: &mut String, metric_name: &str, better: Better, a: &Outcome
         out,
         "  {:<28} {:>16} {:>16} {:>10}{verdict}",
         format!("{metric_name} ({better_word})"),
-        lab::report::fmt_value(a.metric),
-        lab::report::fmt_value(b.metric),
+        crate::report::fmt_value(a.metric),
+        crate::report::fmt_value(b.metric),
         change(a.metric, b.metric)
     );
     let mut same = Vec::new();
