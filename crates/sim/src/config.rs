@@ -469,6 +469,21 @@ mod tests {
         assert_eq!(s, before, "a refused value changes nothing");
     }
 
+    /// The `llc_balancing/` debugfs files: `enabled` is a kstrtobool, the rest u32s;
+    /// `epoch_period` defaults to HZ/100 jiffies until written.
+    #[test]
+    fn llc_balancing_knobs() {
+        let mut s = Sysctls::v7_3();
+        assert!(s.llc.enabled && s.llc.epoch_period(250) == 2 && s.llc.epoch_period(1000) == 10);
+        s.set("llc_balancing/enabled", "n").unwrap();
+        s.set("llc_balancing/epoch_period", "7").unwrap();
+        s.set("llc_balancing/imb_pct", "30").unwrap();
+        assert!(!s.llc.enabled && s.llc.epoch_period(250) == 7 && s.llc.imb_pct == 30);
+        assert!(matches!(s.set("llc_balancing/enabled", "2"), Err(ConfigError::BadValue { .. })));
+        assert!(matches!(s.set("llc_balancing/overaggr_pct", "-1"), Err(ConfigError::BadValue { .. })));
+        assert!(matches!(s.set("llc_balancing/nope", "1"), Err(ConfigError::UnknownSysctl(_))));
+    }
+
     #[test]
     fn tick_nsec_rounds_like_the_kernel() {
         let mut c = SchedConfig::v7_3();
