@@ -18,6 +18,19 @@ fn run(kernel: &str, topology: Topology, argv: &[&str], cpus: Option<Vec<u32>>, 
     run_checked(kernel, topology, argv, cpus, seed, true)
 }
 
+/// `examples/topology/two-llc-8.toml`: 8 cores in two LLCs of 4.
+fn two_llc() -> Topology {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/topology/two-llc-8.toml");
+    machine::parse_topology_toml(&std::fs::read_to_string(&path).unwrap(), "two-llc-8.toml").unwrap()
+}
+
+/// Busy CPU time of each LLC of [`two_llc`] (CPUs 0-3, 4-7), in ms.
+fn llc_busy_ms(r: &SimReport) -> [u64; 2] {
+    let busy =
+        |cpus: std::ops::Range<usize>| cpus.map(|c| r.simulated_ns - r.idle_ns_per_cpu[c]).sum::<u64>() / 1_000_000;
+    [busy(0..4), busy(4..8)]
+}
+
 fn run_checked(
     kernel: &str,
     topology: Topology,
@@ -145,4 +158,45 @@ fn balancing_respects_affinity() {
     for cpu in [0, 3] {
         assert!(r.idle_ns_per_cpu[cpu] + 1_000_000 >= r.simulated_ns, "CPU {cpu} ran something");
     }
+}
+
+/// CONFIG_SCHED_CACHE (7.2.12/7.3.4): six threads of one process, three running at a time, on
+/// two LLCs of four CPUs. Fork placement spreads them 3 + 3; `task_cache_work` names the LLC
+/// with the larger occupancy preferred, `group_llc_balance` / `migrate_llc_task` (actively, the
+/// threads run) pull the other three over, and `migrate_degrades_llc` / `alb_break_llc` keep
+/// the generic balancer from spreading them again: one LLC does all the work. With
+/// `llc_balancing/enabled=0`, on 6.12.117 (no such code), and with six single-threaded
+/// processes (`invalid_llc_nr`: no preference) they stay spread, half the work in each LLC.
+/// 1.5 s in a debug build.
+#[test]
+fn cache_aware_balancing_keeps_one_process_in_one_llc() {
+    let argv = ["rtapp", &example("one-process-6.json")];
+    for kernel in ["v7.3", "v7.2"] {
+        let [a, b] = llc_busy_ms(&run(kernel, two_llc(), &argv, None, 1));
+        // 6 x 2 s x 1/2 = 6000 ms of work; the LLC left has only the start (fork placement).
+        assert!(a.min(b) < 150 && a.max(b) > 5500, "{kernel}: busy ms per LLC {a}, {b}");
+    }
+    for kernel in ["v7.3 llc_balancing/enabled=0", "v7.3 llc_balancing/aggr_tolerance=0", "v6.12"] {
+        let [a, b] = llc_busy_ms(&run(kernel, two_llc(), &argv, None, 1));
+        assert!(a.min(b) > 2500, "{kernel}: busy ms per LLC {a}, {b}");
+    }
+    // The same threads as six processes.
+    let variant = lab::spec::parse_full("v7.3").unwrap();
+    let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+    let wl = resolve_workload_on(&argv, &[], 8).unwrap();
+    let mut tasks = wl.tasks;
+    for (i, t) in tasks.iter_mut().enumerate() {
+        t.mm = i as u32;
+    }
+    let setup = SimSetup {
+        sched: variant.config,
+        topology: two_llc(),
+        seed: 1,
+        limits: Limits { max_events: 50_000_000, max_time_ns: 2_000_000_000 },
+        tasks,
+        objects: wl.objects,
+        check_invariants: true,
+    };
+    let [a, b] = llc_busy_ms(&Sim::new(setup).unwrap().run().unwrap());
+    assert!(a.min(b) > 2500, "six processes: busy ms per LLC {a}, {b}");
 }

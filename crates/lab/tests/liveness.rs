@@ -371,6 +371,49 @@ fn patch_wake_affine_sync_reciprocal() {
     assert!(patched.nr_wakeups_local > base.nr_wakeups_local, "{base:?}\n{patched:?}");
 }
 
+// ---- cache-aware balancing (CONFIG_SCHED_CACHE debugfs knobs) --------------------------------
+
+/// One run of `examples/rtapp/one-process-6.json` (six threads of one process, three running
+/// at a time) on `examples/topology/two-llc-8.toml` (two LLCs of four CPUs).
+fn two_llc_run(spec_text: &str) -> CounterRecord {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let toml = std::fs::read_to_string(root.join("examples/topology/two-llc-8.toml")).unwrap();
+    let req = RunRequest {
+        variant: spec::parse_full(spec_text).unwrap(),
+        topology: machine::parse_topology_toml(&toml, "two-llc-8.toml").unwrap(),
+        workload: vec!["rtapp".into(), root.join("examples/rtapp/one-process-6.json").display().to_string()],
+        seed: 1,
+        default_duration_ns: 1_000_000_000,
+        max_events: 20_000_000,
+        cpus: None,
+    };
+    run_one(&req).unwrap().counters
+}
+
+/// `llc_balancing/enabled`, `aggr_tolerance` and `overaggr_pct` (7.2.12/7.3.4 debug.c): on,
+/// the threads of the LLC the process does not prefer are pulled over (`migrate_llc_task`,
+/// through the stopper: involuntary switches) and then move within it; off, tolerance 0
+/// (`invalid_llc_nr` always) and `overaggr_pct=0` (no LLC fits, so `can_migrate_llc()` leaves
+/// everything to the generic balancer) leave the fork placement, which is balanced. On one LLC
+/// (`sched_cache_present` false) the knob is inert.
+#[test]
+fn llc_balancing() {
+    let on = two_llc_run("v7.3");
+    assert!(on.nr_migrations >= 3 && on.nr_involuntary_switches > 0, "{on:?}");
+    for off in
+        ["v7.3 llc_balancing/enabled=0", "v7.3 llc_balancing/aggr_tolerance=0", "v7.3 llc_balancing/overaggr_pct=0"]
+    {
+        let c = two_llc_run(off);
+        assert!(
+            c.nr_migrations < on.nr_migrations && c.nr_involuntary_switches < on.nr_involuntary_switches,
+            "{off}: {c:?}\non: {on:?}"
+        );
+    }
+    let base = bench("v7.3", "smp:4", None, HB);
+    let off = bench("v7.3 llc_balancing/enabled=0", "smp:4", None, HB);
+    assert_eq!(format!("{base:?}"), format!("{off:?}"), "one LLC: cache-aware balancing is not present");
+}
+
 // ---- preemption models ------------------------------------------------------------------------
 
 /// full vs voluntary (6.18): under full a wakeup's TIF_NEED_RESCHED preempts at the

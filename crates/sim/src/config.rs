@@ -29,6 +29,47 @@ pub struct Sysctls {
     /// `kernel.sched_autogroup_enabled` (CONFIG_SCHED_AUTOGROUP): every session its own task
     /// group. On in the distribution builds the presets model.
     pub autogroup: bool,
+    /// `/sys/kernel/debug/sched/llc_balancing/*` (CONFIG_SCHED_CACHE, debug.c 7.2.12/7.3.4).
+    pub llc: LlcBalancing,
+}
+
+/// The cache-aware scheduling knobs (`llc_balancing/` in debugfs, 7.2.12 and 7.3.4 debug.c;
+/// defaults from fair.c and topology.c). Kernels without CONFIG_SCHED_CACHE ignore them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LlcBalancing {
+    /// `enabled` (`sysctl_sched_cache_user`, default 1); active only on a machine with more
+    /// than one LLC (`sched_cache_present`).
+    pub enabled: bool,
+    /// `aggr_tolerance` (`llc_aggr_tolerance`, 1): 0 disables aggregation, 100 and more ignore
+    /// the thread-count and footprint limits.
+    pub aggr_tolerance: u32,
+    /// `epoch_period` in jiffies (`llc_epoch_period`, `EPOCH_PERIOD` = HZ/100); `None` until
+    /// written, so the default follows the configured HZ.
+    pub epoch_period: Option<u32>,
+    /// `epoch_affinity_timeout` in epochs (`llc_epoch_affinity_timeout`, 5).
+    pub epoch_affinity_timeout: u32,
+    /// `overaggr_pct` (`llc_overaggr_pct`, 50): how full an LLC may get by aggregation.
+    pub overaggr_pct: u32,
+    /// `imb_pct` (`llc_imb_pct`, 20): the utilisation hysteresis between LLCs.
+    pub imb_pct: u32,
+}
+
+impl LlcBalancing {
+    pub fn v7_3() -> LlcBalancing {
+        LlcBalancing {
+            enabled: true,
+            aggr_tolerance: 1,
+            epoch_period: None,
+            epoch_affinity_timeout: 5,
+            overaggr_pct: 50,
+            imb_pct: 20,
+        }
+    }
+
+    /// `llc_epoch_period` for `hz` (`EPOCH_PERIOD` = HZ / 100 jiffies unless written).
+    pub fn epoch_period(&self, hz: u32) -> u64 {
+        u64::from(self.epoch_period.unwrap_or(hz / 100))
+    }
 }
 
 impl Sysctls {
@@ -39,6 +80,12 @@ impl Sysctls {
         ("nr_migrate", "sysctl_sched_nr_migrate (tasks detached per balance pass)"),
         ("tunable_scaling", "sysctl_sched_tunable_scaling: 0 none, 1 log, 2 linear"),
         ("sched_autogroup_enabled", "kernel.sched_autogroup_enabled: 1 a task group per session, 0 none"),
+        ("llc_balancing/enabled", "cache-aware load balancing on (1) or off (0), kernels with CONFIG_SCHED_CACHE"),
+        ("llc_balancing/aggr_tolerance", "llc_aggr_tolerance: scales the thread-count limit (0 off, 100+ no limit)"),
+        ("llc_balancing/epoch_period", "llc_epoch_period in jiffies (default HZ/100)"),
+        ("llc_balancing/epoch_affinity_timeout", "llc_epoch_affinity_timeout in epochs (default 5)"),
+        ("llc_balancing/overaggr_pct", "llc_overaggr_pct: LLC utilisation up to which tasks are aggregated (50)"),
+        ("llc_balancing/imb_pct", "llc_imb_pct: utilisation imbalance between LLCs tolerated (20)"),
     ];
 
     pub fn v7_3() -> Sysctls {
@@ -49,6 +96,7 @@ impl Sysctls {
             nr_migrate: 32,
             tunable_scaling: TunableScaling::Log,
             autogroup: true,
+            llc: LlcBalancing::v7_3(),
         }
     }
 
@@ -95,6 +143,19 @@ impl Sysctls {
                     _ => return Err(bad("0 or 1")),
                 }
             }
+            // sched_cache_enable_write(): kstrtobool_from_user.
+            "llc_balancing/enabled" => {
+                self.llc.enabled = match value.trim() {
+                    "1" | "y" | "Y" | "on" => true,
+                    "0" | "n" | "N" | "off" => false,
+                    _ => return Err(bad("a boolean (1/0, y/n, on/off)")),
+                }
+            }
+            "llc_balancing/aggr_tolerance" => self.llc.aggr_tolerance = u32_value()?,
+            "llc_balancing/epoch_period" => self.llc.epoch_period = Some(u32_value()?),
+            "llc_balancing/epoch_affinity_timeout" => self.llc.epoch_affinity_timeout = u32_value()?,
+            "llc_balancing/overaggr_pct" => self.llc.overaggr_pct = u32_value()?,
+            "llc_balancing/imb_pct" => self.llc.imb_pct = u32_value()?,
             "tunable_scaling" => {
                 self.tunable_scaling = match value.trim().parse::<u32>() {
                     Ok(0) => TunableScaling::None,
@@ -228,6 +289,10 @@ pub struct Behavior {
     /// l.5263), so it expires the request's length after the switch ends while the task's
     /// runtime counts from the pick. 6.12.117 `hrtick_start()` programs the timer at once.
     pub hrtick_armed_after_switch: bool,
+    /// CONFIG_SCHED_CACHE (init/Kconfig 7.2.12/7.3.4, `default y`; Debian's 7.2.12 and 7.3.4
+    /// amd64 configs have it): cache-aware load balancing (`engine/balance/llc.rs`). Not in
+    /// 6.12.117; the version that added it between the two was not checked.
+    pub sched_cache: bool,
 }
 
 /// Where the load balancer of a version differs (fair.c of 6.12.117, 7.2.12, 7.3.4).
@@ -265,6 +330,7 @@ impl Behavior {
             balance: BalanceVariant::V7_3,
             concur_shares: true,
             hrtick_armed_after_switch: true,
+            sched_cache: true,
         }
     }
 }
@@ -417,6 +483,21 @@ mod tests {
             assert!(err.to_string().contains(key), "{err}");
         }
         assert_eq!(s, before, "a refused value changes nothing");
+    }
+
+    /// The `llc_balancing/` debugfs files: `enabled` is a kstrtobool, the rest u32s;
+    /// `epoch_period` defaults to HZ/100 jiffies until written.
+    #[test]
+    fn llc_balancing_knobs() {
+        let mut s = Sysctls::v7_3();
+        assert!(s.llc.enabled && s.llc.epoch_period(250) == 2 && s.llc.epoch_period(1000) == 10);
+        s.set("llc_balancing/enabled", "n").unwrap();
+        s.set("llc_balancing/epoch_period", "7").unwrap();
+        s.set("llc_balancing/imb_pct", "30").unwrap();
+        assert!(!s.llc.enabled && s.llc.epoch_period(250) == 7 && s.llc.imb_pct == 30);
+        assert!(matches!(s.set("llc_balancing/enabled", "2"), Err(ConfigError::BadValue { .. })));
+        assert!(matches!(s.set("llc_balancing/overaggr_pct", "-1"), Err(ConfigError::BadValue { .. })));
+        assert!(matches!(s.set("llc_balancing/nope", "1"), Err(ConfigError::UnknownSysctl(_))));
     }
 
     #[test]

@@ -70,13 +70,13 @@ pub const KERNELS: &[KernelPreset] = &[
     },
     KernelPreset {
         name: "v7.2",
-        summary: "HRTICK on, full-resolution avg_vruntime weights, buddy only with protect (78cde54ea5f0), NI_RATE; 6.19-7.2 wakeup preemption",
+        summary: "HRTICK on, full-resolution avg_vruntime weights, buddy only with protect (78cde54ea5f0), NI_RATE; 6.19-7.2 wakeup preemption; cache-aware load balancing (CONFIG_SCHED_CACHE) on multi-LLC machines",
         source: "checked: Debian linux-source-7.2 (7.2.12) fair.c, features.h, core.c",
         build: v7_2,
     },
     KernelPreset {
         name: "v7.3",
-        summary: "flat runqueue; slice protection ends at ineligibility with shorter slices queued, short-eligible preemption, delayed tasks never preempt (reference, default)",
+        summary: "flat runqueue; slice protection ends at ineligibility with shorter slices queued, short-eligible preemption, delayed tasks never preempt; cache-aware load balancing (CONFIG_SCHED_CACHE) on multi-LLC machines (reference, default)",
         source: "checked: Debian linux-source-7.3 (7.3.4) fair.c, features.h, core.c",
         build: SchedConfig::v7_3,
     },
@@ -129,6 +129,8 @@ fn v6_19() -> SchedConfig {
     // The deferred hrtick programming of 7.2.12 is not in 6.12.117 (hrtick_start() programs
     // the timer at once); when between the two it came is not checked.
     c.behavior.hrtick_armed_after_switch = false;
+    // CONFIG_SCHED_CACHE is in 7.2.12 and not in 6.12.117; when it came is not checked.
+    c.behavior.sched_cache = false;
     c
 }
 

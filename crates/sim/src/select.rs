@@ -125,6 +125,10 @@ pub struct LlcShared {
     /// SIS_UTIL scan depth, refreshed by periodic balancing of the LLC domain
     /// ([`update_llc_idle_scan`]). 0 means "do not scan".
     pub nr_idle_scan: i32,
+    /// CONFIG_SCHED_CACHE: the LLC's `util_avg` and `capacity` as the last periodic balance of
+    /// the domain above it recorded them (`record_sg_llc_stats()`, fair.c 7.3.4); 0 before.
+    pub util_avg: u64,
+    pub capacity: u64,
 }
 
 impl LlcShared {

@@ -116,6 +116,10 @@ pub struct Task {
     pub cache_debt_ns: u64,
     /// Start times of the task's latency measurements (`Op::LatStart`).
     pub lat_start: Vec<u64>,
+    /// CONFIG_SCHED_CACHE: `p->preferred_llc` (an `sd_llc_id`, `None` for -1), and whether
+    /// `p->cache_work` is queued (`work->next != work`).
+    pub preferred_llc: Option<u32>,
+    pub cache_work_pending: bool,
     pub stats: TaskStats,
 }
 

@@ -219,6 +219,8 @@ impl Sim {
                     let w = crate::fair::weight::scale_load_down(se.load_weight);
                     f.cfs.pelt.remove_entity_load_avg(&mut se.pelt.avg, w);
                     self.live_tasks -= 1;
+                    let mm = self.specs[self.tasks[p.idx()].spec as usize].mm;
+                    self.lb.cache.thread_exited(mm);
                 }
             }
         }

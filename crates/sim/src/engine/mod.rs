@@ -302,7 +302,7 @@ impl Sim {
         }
         let params = FairParams::new(&setup.sched, ncpus);
         let domains = setup.topology.build_domains();
-        let lb = balance::Balance::new(&domains, &setup.topology, setup.sched.sysctl.migration_cost_ns, setup.seed);
+        let lb = balance::Balance::new(&domains, &setup.topology, &setup.sched, setup.seed);
         let llc = crate::select::LlcShared::for_domains(&domains);
         let ipc_costs = setup.topology.costs.ipc;
         let groups = if setup.groups.is_empty() {
@@ -355,6 +355,8 @@ impl Sim {
             sim.check_spec_refs(spec, nspecs)?;
         }
         sim.specs = setup.tasks;
+        let nr_mm = sim.specs.iter().map(|s| s.mm as usize + 1).max().unwrap_or(0);
+        sim.lb.cache.init_processes(nr_mm);
         // The kernel starts with nr_idle_scan = 0 (no idle scan until the first periodic LLC
         // balance); start instead from the value for an idle LLC, as after warm-up.
         let mut seen = std::collections::BTreeSet::new();
@@ -458,6 +460,8 @@ impl Sim {
             last_cpu: None,
             cache_debt_ns: 0,
             lat_start: vec![0; nr_lat],
+            preferred_llc: None,
+            cache_work_pending: false,
             stats: TaskStats::default(),
         });
         self.live_tasks += 1;
@@ -597,6 +601,7 @@ impl Sim {
 
     /// A fair-class view of `cpu` at the current time.
     fn fair(&mut self, cpu: u32) -> Fair<'_> {
+        self.llc_flush(cpu);
         if self.check {
             self.touch(cpu);
         }

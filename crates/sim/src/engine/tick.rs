@@ -48,10 +48,20 @@ impl Sim {
         f.pelt_tick();
         f.tick_groups();
         let req = f.resched;
+        let curr = self.rqs[cpu as usize].curr;
+        if let Some(p) = curr {
+            // The end of task_tick_fair(): CONFIG_SCHED_CACHE queues the process's LLC scan.
+            self.task_tick_cache(cpu, p);
+        }
         self.resched_request(cpu, req, Origin::Irq, Cause::Tick);
         // SCHED_SOFTIRQ at the end of the tick interrupt: periodic and NOHZ idle balancing.
         self.sched_balance_trigger(cpu);
         self.timer_interrupt(cpu);
+        if let Some(p) = curr {
+            // The queued task work (TWA_RESUME) runs on the way back to user mode; here at
+            // the tick's exit, even when the task is preempted there or is in a kernel path.
+            self.run_cache_work(p);
+        }
         self.irq_exit(cpu);
     }
 

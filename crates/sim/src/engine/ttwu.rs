@@ -236,6 +236,8 @@ impl Sim {
         // workload's launcher outside the model, taken to be on the task's first CPU.
         let parent = self.tasks[p.idx()].parent;
         let parent_cpu = parent.map_or(self.tasks[p.idx()].allowed[0], |pp| self.tasks[pp.idx()].cpu);
+        let mm = self.specs[self.tasks[p.idx()].spec as usize].mm;
+        self.lb.cache.thread_started(mm);
         let task = &mut self.tasks[p.idx()];
         task.state = TaskState::Waking;
         task.recent_used_cpu = task.cpu;

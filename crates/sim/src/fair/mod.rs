@@ -110,6 +110,10 @@ pub struct CfsRq {
     pub load_weight: u64,
     /// PELT averages of the runqueue (`cfs_rq.avg`).
     pub pelt: CfsRqPelt,
+    /// Runtime charged by `update_curr()` and not yet handed to CONFIG_SCHED_CACHE's
+    /// `account_mm_sched()`: (task, time, ns). The engine takes it before each use of the
+    /// runqueue, so all of it was charged at one time (`engine/balance/llc.rs`).
+    pub mm_runtime: Option<(TaskId, u64, u64)>,
 }
 
 impl Default for CfsRq {
@@ -127,6 +131,7 @@ impl Default for CfsRq {
             h_nr_idle: 0,
             load_weight: 0,
             pelt: CfsRqPelt::new(),
+            mm_runtime: None,
         }
     }
 }
@@ -630,6 +635,10 @@ impl<'a> Fair<'a> {
         }
         se.exec_start = now;
         se.sum_exec_runtime += delta as u64;
+        self.cfs.mm_runtime = match self.cfs.mm_runtime {
+            Some((t, at, d)) if t == c && at == now => Some((t, at, d + delta as u64)),
+            _ => Some((c, now, delta as u64)),
+        };
         let vdelta = self.delta_fair(delta as u64, c);
         let se = self.se_mut(c);
         se.vruntime = se.vruntime.wrapping_add(vdelta);

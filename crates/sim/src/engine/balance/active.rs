@@ -4,7 +4,7 @@
 //! `__schedule`) and pushes one task with `detach_one_task()`.
 
 use super::IdleType;
-use super::detach::{LBF_ACTIVE_LB, LbEnv, MigrationType};
+use super::detach::{LBF_ACTIVE_LB, LBF_ACTIVE_LB_LLC, LbEnv, MigrationType};
 use crate::engine::core::Origin;
 use crate::engine::{Cause, Sim};
 use crate::fair::Resched;
@@ -12,23 +12,29 @@ use crate::task::TaskId;
 
 impl Sim {
     /// `need_active_balance()` (fair.c v7.3.4). `asym_active_balance()` needs SD_ASYM_PACKING
-    /// and the reduced-capacity rule a CPU that lost capacity, neither of which exists here.
-    pub(super) fn need_active_balance(&self, env: &LbEnv) -> bool {
+    /// and the reduced-capacity rule a CPU that lost capacity, neither of which exists here
+    /// (so 7.2.12's order, `alb_break_llc()` before the asym test, is the same).
+    pub(super) fn need_active_balance(&mut self, env: &LbEnv) -> bool {
+        if self.alb_break_llc(env) {
+            return false;
+        }
         let sd = &self.domains.of(env.this_cpu)[env.level];
         let failed = self.lb.cpus[env.this_cpu as usize].sd[env.level].nr_balance_failed;
         // imbalanced_active_balance()
         if env.migration_type == MigrationType::Task && failed > sd.cache_nice_tries + 2 {
             return true;
         }
-        env.migration_type == MigrationType::Misfit
+        matches!(env.migration_type, MigrationType::Misfit | MigrationType::Llc)
     }
 
     /// `stop_one_cpu_nowait(busiest, active_load_balance_cpu_stop)`: mark the work and wake
     /// the stopper, which preempts whatever runs there (a full reschedule request).
-    pub(super) fn queue_active_balance(&mut self, busiest: u32, push_cpu: u32) {
+    /// With `llc`, the work is `active_load_balance_llc_cpu_stop` (`alb_stop_fn()`, 7.3.4).
+    pub(super) fn queue_active_balance(&mut self, busiest: u32, push_cpu: u32, llc: bool) {
         let lb = &mut self.lb.cpus[busiest as usize];
         lb.active_balance = true;
         lb.push_cpu = push_cpu;
+        lb.active_balance_llc = llc;
         self.resched_request(busiest, Resched::Full, Origin::Remote, Cause::Other);
     }
 
@@ -52,6 +58,9 @@ impl Sim {
         let mut env = LbEnv::new(target, level, IdleType::Idle);
         env.src_cpu = cpu;
         env.flags = LBF_ACTIVE_LB;
+        if std::mem::take(&mut self.lb.cpus[cpu as usize].active_balance_llc) {
+            env.flags |= LBF_ACTIVE_LB_LLC;
+        }
         self.lb_begin_pass();
         // detach_one_task(): the first movable task from the tail of cfs_tasks.
         self.fill_cfs_tasks_order(cpu);

@@ -9,13 +9,14 @@ use crate::features::Feature;
 use crate::task::TaskId;
 use crate::topology::SD_SHARE_CPUCAPACITY;
 
-/// `enum migration_type` (fair.c v7.3.4) without the cache-aware `migrate_llc_task`.
+/// `enum migration_type` (fair.c v7.3.4); `Llc` is CONFIG_SCHED_CACHE's `migrate_llc_task`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum MigrationType {
     Load,
     Util,
     Task,
     Misfit,
+    Llc,
 }
 
 /// `LBF_*` (fair.c v7.3.4).
@@ -24,6 +25,10 @@ pub(super) const LBF_NEED_BREAK: u32 = 0x02;
 pub(super) const LBF_DST_PINNED: u32 = 0x04;
 pub(super) const LBF_SOME_PINNED: u32 = 0x08;
 pub(super) const LBF_ACTIVE_LB: u32 = 0x10;
+/// A pull was refused for LLC locality: not a failure (CONFIG_SCHED_CACHE, 7.2.12/7.3.4).
+pub(super) const LBF_LLC_PINNED: u32 = 0x20;
+/// The stopper pushes for `migrate_llc_task` (`active_load_balance_llc_cpu_stop`).
+pub(super) const LBF_ACTIVE_LB_LLC: u32 = 0x40;
 
 /// `struct lb_env` (fair.c v7.3.4). The domain is `domains.of(this_cpu)[level]`; its runtime
 /// state (`nr_balance_failed`, intervals) belongs to `this_cpu` even after `dst_cpu` moves
@@ -139,7 +144,11 @@ impl Sim {
                 self.lb.cpus[this_cpu as usize].sd[level].nr_balance_failed = 0;
                 break Out::Unbalanced;
             }
-            if idle != IdleType::NewlyIdle && env.migration_type != MigrationType::Misfit {
+            // Refusals for LLC locality are expected and not counted (7.2.12/7.3.4).
+            if idle != IdleType::NewlyIdle
+                && env.migration_type != MigrationType::Misfit
+                && env.flags & LBF_LLC_PINNED == 0
+            {
                 self.lb.cpus[this_cpu as usize].sd[level].nr_balance_failed += 1;
             }
             if !self.need_active_balance(&env) {
@@ -154,7 +163,7 @@ impl Sim {
             if self.lb.cpus[busiest as usize].active_balance {
                 break Out::Unbalanced;
             }
-            self.queue_active_balance(busiest, this_cpu);
+            self.queue_active_balance(busiest, this_cpu, env.migration_type == MigrationType::Llc);
             break Out::Unbalanced;
         };
         let max_interval = u64::from(self.domains.of(this_cpu)[level].max_interval_ms);
@@ -262,7 +271,7 @@ impl Sim {
                             true
                         }
                     }
-                    MigrationType::Task => {
+                    MigrationType::Task | MigrationType::Llc => {
                         env.imbalance -= 1;
                         true
                     }
@@ -330,9 +339,16 @@ impl Sim {
         env.flags &= !LBF_ALL_PINNED;
         if env.flags & LBF_ACTIVE_LB != 0 {
             // The stopper is current: the task that was running is not (task_on_cpu false).
-            return true;
+            return !self.migrate_llc_task_wrong_dst(p, env);
         }
         if self.rqs[src as usize].curr == Some(p) {
+            return false;
+        }
+        // migrate_degrades_locality() is 0 without NUMA balancing; then LLC locality.
+        if self.migrate_degrades_llc(p, env) {
+            if env.migration_type != MigrationType::Llc {
+                env.flags |= LBF_LLC_PINNED;
+            }
             return false;
         }
         let cache_nice_tries = self.domains.of(env.this_cpu)[env.level].cache_nice_tries;

@@ -1,6 +1,6 @@
 //! `sched_balance_find_src_group()` with `calculate_imbalance()` and `sibling_imbalance()`,
 //! and `sched_balance_find_src_rq()` (fair.c v7.3.4; identical in 6.12.117 apart from the
-//! cache-aware group type this model does not build).
+//! cache-aware `group_llc_balance` / `migrate_llc_task`, which it lacks).
 
 use super::detach::{LbEnv, MigrationType};
 use super::lb_stats::{GroupType, SdLbStats, SgLbStats, capacity_greater};
@@ -45,6 +45,12 @@ impl Sim {
             }
             GroupType::SmtBalance | GroupType::Imbalanced => {
                 env.migration_type = MigrationType::Task;
+                env.imbalance = 1;
+                return;
+            }
+            GroupType::LlcBalance => {
+                // Move one task that prefers the local LLC.
+                env.migration_type = MigrationType::Llc;
                 env.imbalance = 1;
                 return;
             }
@@ -129,7 +135,8 @@ impl Sim {
                 let (lc, bc) = (self.group(sds.local).cores, self.group(busiest_span).cores);
                 if sds.prefer_sibling
                     && local.group_type == GroupType::HasSpare
-                    && sibling_imbalance(env, lc, bc, &busiest, &local) > 1
+                    && (busiest.group_type == GroupType::LlcBalance
+                        || sibling_imbalance(env, lc, bc, &busiest, &local) > 1)
                 {
                     break 'check false;
                 }
@@ -168,6 +175,8 @@ impl Sim {
         let sd_flags = self.domains.of(env.this_cpu)[env.level].flags;
         let mut busiest = None;
         let (mut busiest_util, mut busiest_load, mut busiest_capacity, mut busiest_nr) = (0u64, 0u64, 1u64, 0u32);
+        let mut busiest_pref_llc = 0u32;
+        let dst_llc = self.domains.sd_llc_id(env.dst_cpu);
         let n = self.domains.cpus(group).len();
         for k in 0..n {
             let i = self.domains.cpus(group)[k];
@@ -222,6 +231,13 @@ impl Sim {
                     let misfit = self.misfit_task_load(i);
                     if misfit > busiest_load {
                         busiest_load = misfit;
+                        busiest = Some(i);
+                    }
+                }
+                MigrationType::Llc => {
+                    let this_pref_llc = self.llc_count(i, dst_llc);
+                    if busiest_pref_llc < this_pref_llc {
+                        busiest_pref_llc = this_pref_llc;
                         busiest = Some(i);
                     }
                 }

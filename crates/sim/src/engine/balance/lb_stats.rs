@@ -10,8 +10,9 @@ use crate::topology::{SCHED_CAPACITY_SCALE, SD_ASYM_CPUCAPACITY, SD_PREFER_SIBLI
 
 const SCALE: u64 = SCHED_CAPACITY_SCALE as u64;
 
-/// `enum group_type` (fair.c v7.3.4), by pulling priority. `group_asym_packing` and
-/// `group_llc_balance` are not produced (see the module docs of `balance`).
+/// `enum group_type` (fair.c v7.3.4), by pulling priority. `group_asym_packing` is not
+/// produced (see the module docs of `balance`); `group_llc_balance` only with CONFIG_SCHED_CACHE
+/// active (7.2/7.3 on a machine with several LLCs).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) enum GroupType {
     #[default]
@@ -20,6 +21,7 @@ pub(super) enum GroupType {
     MisfitTask,
     SmtBalance,
     Imbalanced,
+    LlcBalance,
     Overloaded,
 }
 
@@ -37,7 +39,11 @@ pub(super) struct SgLbStats {
     pub group_weight: u32,
     pub group_type: GroupType,
     pub group_smt_balance: bool,
+    /// Tasks of the group should move to their preferred LLC, the balancing CPU's.
+    pub group_llc_balance: bool,
     pub group_misfit_task_load: u64,
+    /// Tasks queued in the group, outside the balancing CPU's LLC, that prefer that LLC.
+    pub nr_pref_dst_llc: u32,
 }
 
 /// `struct sd_lb_stats` (fair.c v7.3.4); groups are named by their span.
@@ -87,6 +93,8 @@ fn group_is_overloaded(imbalance_pct: u64, sgs: &SgLbStats) -> bool {
 fn group_classify(imbalance_pct: u64, imbalanced: bool, sgs: &SgLbStats) -> GroupType {
     if group_is_overloaded(imbalance_pct, sgs) {
         GroupType::Overloaded
+    } else if sgs.group_llc_balance {
+        GroupType::LlcBalance
     } else if imbalanced {
         GroupType::Imbalanced
     } else if sgs.group_smt_balance {
@@ -136,6 +144,8 @@ impl Sim {
         let balancing_at_rd = env.level + 1 == self.domains.of(env.this_cpu).len();
         let mut sgs = SgLbStats::default();
         let ncpus = self.domains.cpus(span).len();
+        let cache_aware = self.lb.cache.active();
+        let dst_llc = self.domains.sd_llc_id(env.dst_cpu);
         for k in 0..ncpus {
             let i = self.domains.cpus(span)[k];
             if self.lb_excluded(i) {
@@ -149,6 +159,9 @@ impl Sim {
             sgs.sum_h_nr_running += rq.cfs.h_nr_runnable;
             let nr_running = rq.cfs.h_nr_queued;
             sgs.sum_nr_running += nr_running;
+            if cache_aware && self.domains.sd_llc_id(i) != dst_llc {
+                sgs.nr_pref_dst_llc += self.llc_count(i, dst_llc);
+            }
             if nr_running == 0 && self.lb_idle_cpu(i) {
                 sgs.idle_cpus += 1;
                 continue;
@@ -181,8 +194,12 @@ impl Sim {
             // smt_balance()
             sgs.group_smt_balance = true;
         }
+        if !local && self.llc_balance(env, &sgs, span) {
+            sgs.group_llc_balance = true;
+        }
         let imbalanced = self.lb.group_imbalance[span.0 as usize];
         sgs.group_type = group_classify(imbalance_pct, imbalanced, &sgs);
+        self.record_sg_llc_stats(env, &sgs, span);
         if sgs.group_type == GroupType::Overloaded {
             sgs.avg_load = sgs.group_load * SCALE / sgs.group_capacity;
         }
@@ -221,6 +238,7 @@ impl Sim {
         };
         match sgs.group_type {
             GroupType::Overloaded => sgs.avg_load > busiest.avg_load,
+            GroupType::LlcBalance => sgs.nr_pref_dst_llc > busiest.nr_pref_dst_llc,
             GroupType::Imbalanced => false,
             GroupType::MisfitTask => sgs.group_misfit_task_load > busiest.group_misfit_task_load,
             GroupType::SmtBalance if sgs.idle_cpus != 0 || busiest.idle_cpus != 0 => has_spare(sgs),

@@ -18,13 +18,16 @@
 //! Not modelled, because no topology of the model can express it: `SD_ASYM_PACKING` (no
 //! CPU priorities), reduced CPU capacity from RT/IRQ pressure (capacities are the static
 //! `arch_scale_cpu_capacity`, so `update_group_capacity` never changes a group), EAS
-//! (`rd->pd` is never set), NUMA balancing (`fbq_type` is always `all`), task groups and
-//! cache-aware balancing.
+//! (`rd->pd` is never set), NUMA balancing (`fbq_type` is always `all`) and task groups.
+//!
+//! [`llc`] is the cache-aware part of 7.2.12/7.3.4 (CONFIG_SCHED_CACHE): per-process LLC
+//! preference, the `group_llc_balance` group type and `migrate_llc_task`.
 
 mod active;
 mod detach;
 mod find_busiest;
 mod lb_stats;
+mod llc;
 mod nohz;
 #[cfg(test)]
 mod tests;
@@ -94,6 +97,8 @@ struct CpuLb {
     /// `rq->active_balance` and `rq->push_cpu`: a stopper work is queued on this CPU.
     active_balance: bool,
     push_cpu: u32,
+    /// The queued work is `active_load_balance_llc_cpu_stop` (`LBF_ACTIVE_LB_LLC`).
+    active_balance_llc: bool,
 }
 
 /// A sched group as built once per topology (`struct sched_group` and its
@@ -130,10 +135,13 @@ pub(super) struct Balance {
     /// and not yet attached (`env->tasks`).
     order: Vec<(u64, TaskId)>,
     detached: Vec<TaskId>,
+    /// CONFIG_SCHED_CACHE state ([`llc`]).
+    pub(super) cache: llc::CacheSched,
 }
 
 impl Balance {
-    pub(super) fn new(domains: &Domains, topo: &Topology, migration_cost: u64, seed: u64) -> Balance {
+    pub(super) fn new(domains: &Domains, topo: &Topology, cfg: &crate::config::SchedConfig, seed: u64) -> Balance {
+        let migration_cost = cfg.sysctl.migration_cost_ns;
         let ncpus = domains.nr_cpus();
         let cpus = (0..ncpus)
             .map(|cpu| CpuLb {
@@ -161,6 +169,7 @@ impl Balance {
                     .collect(),
                 active_balance: false,
                 push_cpu: 0,
+                active_balance_llc: false,
             })
             .collect();
         Balance {
@@ -174,6 +183,7 @@ impl Balance {
             pass: 0,
             order: Vec::new(),
             detached: Vec::new(),
+            cache: llc::CacheSched::new(domains, topo, cfg.behavior.sched_cache, cfg.sysctl.llc.enabled),
         }
     }
 }

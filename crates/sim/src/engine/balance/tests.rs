@@ -54,7 +54,7 @@ fn stopper_pushes_the_running_task() {
     let cpu = s.tasks[p.idx()].cpu;
     assert_eq!(s.rqs[cpu as usize].curr, Some(p));
     let before = s.tasks[p.idx()].stats.nr_migrations;
-    s.queue_active_balance(cpu, 1 - cpu);
+    s.queue_active_balance(cpu, 1 - cpu, false);
     run_until(&mut s, 40_000_000);
     assert_eq!(s.tasks[p.idx()].cpu, 1 - cpu);
     assert_eq!(s.rqs[(1 - cpu) as usize].curr, Some(p));
