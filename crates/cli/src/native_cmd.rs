@@ -39,6 +39,10 @@ pub struct NativeArgs {
     /// stress-ng) is installed.
     #[arg(long)]
     pub builtin: bool,
+    /// Only `host`: native runs this machine's kernel (use `run --kernel SPEC` for the model,
+    /// `vm run` for another real kernel).
+    #[arg(long, value_name = "SPEC")]
+    pub kernel: Option<String>,
     /// The workload and its own flags: `pipe -l 100000`, `hackbench -g 4 -l 100`.
     #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "WORKLOAD")]
     pub workload: Vec<String>,
@@ -236,7 +240,22 @@ fn pct(p: Option<f64>) -> String {
     p.map_or("-".into(), |v| format!("{:.1}%", v * 100.0))
 }
 
+/// `native --kernel SPEC`: only the running kernel can run natively; the error names the two
+/// commands that run another kernel.
+fn check_native_kernel(spec: Option<&str>) -> anyhow::Result<()> {
+    match spec.map(str::trim) {
+        None | Some("host") => Ok(()),
+        Some(spec) => user(format!(
+            "native --kernel `{spec}`: native runs this machine's kernel ({}), which schedlab cannot change; \
+             use `schedlab run --kernel '{spec}' WORKLOAD` for the model, or `schedlab vm run --bzimage PATH|--kernel-pkg PKG` \
+             for another real kernel",
+            native::host::host_release().unwrap_or_else(|_| "?".into())
+        )),
+    }
+}
+
 pub fn native(a: &NativeArgs) -> anyhow::Result<()> {
+    check_native_kernel(a.kernel.as_deref())?;
     install_interrupt_handler();
     let pin = parse_pin(&a.pin)?;
     let traced = a.trace || a.trace_out.is_some();
