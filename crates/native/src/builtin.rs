@@ -203,19 +203,11 @@ pub(crate) fn run_netperf(n: &Netperf) -> Result<Measured, NativeError> {
     let (client_comm, server_comm) = (name("netperf"), name("netserver"));
     let (lcpu, rcpu) = (n.local_cpu.map(|c| [c]), n.remote_cpu.map(|c| [c]));
     let mut guard = ChildGuard::new();
-    for k in 0..pairs {
-        let (client, server) = (conns[k].0.as_fd(), conns[k].1.as_fd());
+    for (k, (client, server)) in conns.iter().enumerate() {
+        let (client, server) = (client.as_fd(), server.as_fd());
         let (all, b, comm, go) = (&all, &mut buf, &server_comm, go_r.as_fd());
         fork(&mut guard, move || {
-            let _ = rustix::thread::set_name(comm);
-            // Only its own socket: the client's end closing must reach it as end of file.
-            all.iter().filter(|f| f.as_raw_fd() != server.as_raw_fd()).for_each(|&f| crate::sys::close_inherited(f));
-            if let Some(c) = &rcpu
-                && pin_self(c).is_err()
-            {
-                return 1;
-            }
-            if wait_go(go).is_err() {
+            if netperf_child_start(comm, all, server, rcpu.as_ref().map(|c| &c[..]), go).is_err() {
                 return 1;
             }
             loop {
@@ -233,14 +225,7 @@ pub(crate) fn run_netperf(n: &Netperf) -> Result<Measured, NativeError> {
         let (all, b, comm, slots, go) = (&all, &mut buf, &client_comm, &slots, go_r.as_fd());
         let length = n.length;
         fork(&mut guard, move || {
-            let _ = rustix::thread::set_name(comm);
-            all.iter().filter(|f| f.as_raw_fd() != client.as_raw_fd()).for_each(|&f| crate::sys::close_inherited(f));
-            if let Some(c) = &lcpu
-                && pin_self(c).is_err()
-            {
-                return 1;
-            }
-            if wait_go(go).is_err() {
+            if netperf_child_start(comm, all, client, lcpu.as_ref().map(|c| &c[..]), go).is_err() {
                 return 1;
             }
             let t0 = mono_ns();
@@ -276,6 +261,23 @@ pub(crate) fn run_netperf(n: &Netperf) -> Result<Measured, NativeError> {
         m.counts.insert(netperf::COUNT_TXN + k as u16, v.load(Ordering::SeqCst));
     }
     Ok(m)
+}
+
+/// The start of a forked netperf or netserver process: its name, only its own socket open
+/// (the peer's end closing must reach it as end of file), its `-T` CPU, then the start byte.
+fn netperf_child_start(
+    comm: &std::ffi::CStr,
+    all: &[BorrowedFd<'_>],
+    own: BorrowedFd<'_>,
+    cpu: Option<&[u32]>,
+    go: BorrowedFd<'_>,
+) -> Result<(), Errno> {
+    let _ = rustix::thread::set_name(comm);
+    all.iter().filter(|f| f.as_raw_fd() != own.as_raw_fd()).for_each(|&f| crate::sys::close_inherited(f));
+    if let Some(c) = cpu {
+        pin_self(c)?;
+    }
+    wait_go(go)
 }
 
 /// A connected TCP pair on 127.0.0.1 (client end, server end).

@@ -238,14 +238,7 @@ pub fn choose(wl: &BenchWorkload, argv: &[String]) -> Choice {
             }
         }
         BenchParams::LatCtx(_) => match find_lmbench("lat_ctx") {
-            Some(p) => Choice::Real(ToolCommand {
-                tool: Tool::LatCtx,
-                describe: format!("lmbench lat_ctx ({})", p.display()),
-                program: p,
-                args: flags,
-                comm: "lat_ctx",
-                server: None,
-            }),
+            Some(p) => plain(Tool::LatCtx, format!("lmbench lat_ctx ({})", p.display()), p, flags, "lat_ctx"),
             None => Choice::Builtin("lat_ctx is not installed (Debian package lmbench, non-free)".into()),
         },
         BenchParams::Netperf(_) => {
@@ -298,14 +291,7 @@ pub fn choose(wl: &BenchWorkload, argv: &[String]) -> Choice {
         },
         BenchParams::Schbench(_) => match find_program("schbench", &[]) {
             // Whichever schbench is on PATH takes the same flags (masoncl/schbench main).
-            Some(p) => Choice::Real(ToolCommand {
-                tool: Tool::Schbench,
-                describe: format!("schbench ({})", p.display()),
-                program: p,
-                args: flags,
-                comm: "schbench",
-                server: None,
-            }),
+            Some(p) => plain(Tool::Schbench, format!("schbench ({})", p.display()), p, flags, "schbench"),
             None => Choice::Builtin(
                 "schbench is not packaged by Debian and not on PATH; the built-in worker runs schbench's \
                  message/worker threads and prints its percentile table"
@@ -324,6 +310,11 @@ pub fn choose(wl: &BenchWorkload, argv: &[String]) -> Choice {
             Err(why) => Choice::Builtin(why),
         },
     }
+}
+
+/// A tool run with the user's flags as they are, without a server.
+fn plain(tool: Tool, describe: String, program: PathBuf, args: Vec<String>, comm: &'static str) -> Choice {
+    Choice::Real(ToolCommand { tool, program, args, comm, describe, server: None })
 }
 
 /// What native mode refuses outright for a workload (a one-line reason), before choosing
