@@ -589,9 +589,10 @@ fn native_pgbench_runs_against_a_throwaway_server() {
     let tasks = v["tasks"].as_array().unwrap();
     let named = |c: &str| tasks.iter().filter(|t| t["comm"] == c).count();
     assert!(named("pgbench") >= 1, "{}", v["tasks"]);
-    // One backend per client (the server's own processes are not the benchmark's; -n: no
-    // vacuum, whose connection would be one more).
-    assert_eq!(named("postgres"), 2, "{}", v["tasks"]);
+    // One backend per client, and the one of the connection pgbench opens first to read the
+    // scale (short-lived, so the 2 ms sampler may miss it); the server's own processes are not
+    // the benchmark's. (-n: no vacuum, whose connection would be one more.)
+    assert!((2..=3).contains(&named("postgres")), "{}", v["tasks"]);
     let c = &v["counters"];
     assert!(u(&c["nr_switches"]) > 0, "{c}");
     assert_eq!(u(&c["nr_switches"]), u(&c["nr_voluntary_switches"]) + u(&c["nr_involuntary_switches"]));
