@@ -11,7 +11,6 @@
 //! mapping ([`SharedSlots`]). schbench is threads in one process, as the real one is.
 
 use std::collections::BTreeMap;
-use std::ffi::CString;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -37,10 +36,6 @@ fn fork(guard: &mut ChildGuard, child: impl FnOnce() -> i32) -> Result<(), Nativ
     let pid = cleanup::spawn_child(child).map_err(|e| NativeError::System(format!("fork: {e}")))?;
     guard.pids.push(pid);
     Ok(())
-}
-
-fn name(s: &str) -> CString {
-    CString::new(s).expect("a task name without NUL")
 }
 
 /// Pins the calling thread (or forked child) to `cpus`: one `sched_setaffinity`, no allocation.
@@ -83,7 +78,7 @@ fn bread(buf: &[u64]) -> u64 {
 pub(crate) fn run_lat_ctx(l: &LatCtx) -> Result<Measured, NativeError> {
     crate::sys::raise_nofile_limit();
     let before = main_sample()?;
-    let comm = name("lat_ctx");
+    let comm = c"lat_ctx";
     let reps = l.repetitions as usize;
     let mut buf = vec![0u64; (l.size_kb as usize * 1024 / 8).max(1)];
     let words = (l.size_kb as usize * 1024 / 8).min(buf.len());
@@ -200,7 +195,7 @@ pub(crate) fn run_netperf(n: &Netperf) -> Result<Measured, NativeError> {
     let all: Vec<BorrowedFd<'_>> = conns.iter().flat_map(|(c, s)| [c.as_fd(), s.as_fd()]).collect();
     let (req, resp) = (n.request_size as usize, n.response_size as usize);
     let mut buf = vec![b'n'; req.max(resp)];
-    let (client_comm, server_comm) = (name("netperf"), name("netserver"));
+    let (client_comm, server_comm) = (c"netperf", c"netserver");
     let (lcpu, rcpu) = (n.local_cpu.map(|c| [c]), n.remote_cpu.map(|c| [c]));
     let mut guard = ChildGuard::new();
     for (k, (client, server)) in conns.iter().enumerate() {
@@ -330,7 +325,7 @@ pub(crate) fn run_stress(s: &StressNg, run_ns: u64) -> Result<Measured, NativeEr
     let n = s.instances as usize;
     let slots = SharedSlots::new(n).map_err(|e| NativeError::System(format!("mmap: {e}")))?;
     let (go_r, go_w) = pipe()?;
-    let comm = name("stress-ng-cpu");
+    let comm = c"stress-ng-cpu";
     let (load, calls_per_slice) = (u64::from(s.load), s.calls_per_slice());
     let mut guard = ChildGuard::new();
     for i in 0..n {
