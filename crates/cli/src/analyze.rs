@@ -17,7 +17,7 @@ pub fn analyze(a: &AnalyzeArgs) -> anyhow::Result<()> {
         Ok(f) => f,
         Err(e) => return user(format!("{path}: {e}")),
     };
-    let filter = Filter { comm: a.comm.clone(), pid: a.pid };
+    let filter = Filter { comm: a.comm.clone(), pid: a.pid, also_comms: Vec::new() };
     let an = match schedtrace::analyze(BufReader::with_capacity(1 << 16, file), filter) {
         Ok(an) => an,
         Err(schedtrace::ParseError::Line { line, message }) => return user(format!("{path}:{line}: {message}")),

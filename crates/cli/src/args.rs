@@ -541,6 +541,10 @@ pub struct NativeArgs {
     /// stress-ng) is installed.
     #[arg(long)]
     pub builtin: bool,
+    /// Only `host`: native runs this machine's kernel (use `run --kernel SPEC` for the model,
+    /// `vm run` for another real kernel).
+    #[arg(long, value_name = "SPEC")]
+    pub kernel: Option<String>,
     /// The workload and its own flags: `pipe -l 100000`, `hackbench -g 4 -l 100`.
     #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "WORKLOAD")]
     pub workload: Vec<String>,

@@ -133,7 +133,22 @@ fn pct(p: Option<f64>) -> String {
     p.map_or("-".into(), |v| format!("{:.1}%", v * 100.0))
 }
 
+/// `native --kernel SPEC`: only the running kernel can run natively; the error names the two
+/// commands that run another kernel.
+fn check_native_kernel(spec: Option<&str>) -> anyhow::Result<()> {
+    match spec.map(str::trim) {
+        None | Some("host") => Ok(()),
+        Some(spec) => user(format!(
+            "native --kernel `{spec}`: native runs this machine's kernel ({}), which schedlab cannot change; \
+             use `schedlab run --kernel '{spec}' WORKLOAD` for the model, or `schedlab vm run --bzimage PATH|--kernel-pkg PKG` \
+             for another real kernel",
+            native::host::host_release().unwrap_or_else(|_| "?".into())
+        )),
+    }
+}
+
 pub fn native(a: &NativeArgs) -> anyhow::Result<()> {
+    check_native_kernel(a.kernel.as_deref())?;
     install_interrupt_handler();
     let pin = parse_pin(&a.pin)?;
     let traced = a.trace || a.trace_out.is_some();

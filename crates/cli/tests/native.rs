@@ -181,9 +181,14 @@ fn native_hackbench_runs_and_counts() {
 fn native_rejects_bad_input() {
     let o = schedlab(&["native", "pipe", "-x"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
-    let o = schedlab(&["native", "schbench"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o.stderr).contains("built-in workers: pipe, hackbench, messaging"), "{}", text(&o.stderr));
+    // The server native pgbench starts listens on a Unix socket only.
+    let o = schedlab(&["native", "pgbench", "-S", "-h", "localhost", "-T", "1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("Unix socket only"), "{}", text(&o.stderr));
+    // What the built-in schbench cannot do is named.
+    let o = schedlab(&["native", "--builtin", "schbench", "-R", "100", "-r", "1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("-R (requests per second mode)"), "{}", text(&o.stderr));
     let o = schedlab(&["native", "--pin", "7", "pipe", "-l", "10"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
 }
@@ -481,4 +486,197 @@ fn validate_side_by_side() {
     let metric = out.lines().find(|l| l.starts_with("seconds ")).unwrap();
     assert!(metric.ends_with(" ok") || metric.ends_with(" OFF"), "{metric}");
     assert!(rows.iter().any(|r| r["ok"].is_boolean()), "{rows:?}");
+}
+
+/// `native --kernel SPEC`: one line, exit 2, saying native runs the host kernel and naming
+/// the commands that run another one; `--kernel host` is the host kernel and runs.
+#[test]
+fn native_kernel_spec_says_why_not() {
+    let o = schedlab(&["native", "--kernel", "v7.3 +preempt-sync-runtime-fix", "pipe", "-l", "10"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("native runs this machine's kernel"), "{err}");
+    assert!(
+        err.contains("schedlab run --kernel 'v7.3 +preempt-sync-runtime-fix'") && err.contains("schedlab vm run"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty());
+    let o = schedlab(&["native", "--kernel", "host", "--builtin", "pipe", "-l", "100"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+}
+
+/// The five benchmarks whose real tool may be missing run natively with the built-in workers
+/// (`--builtin`, so whatever is installed) and print the tool's output.
+#[test]
+fn native_builtin_runs_every_benchmark() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["lat_ctx", "-N", "3", "2"], "\"size=0k ovr="),
+        (&["netperf", "-t", "TCP_RR", "-l", "-2000"], "MIGRATED TCP REQUEST/RESPONSE TEST"),
+        (&["stress-ng", "--cpu", "1", "--timeout", "1", "--metrics-brief"], "successful run completed"),
+        (&["schbench", "-m", "1", "-t", "2", "-r", "1"], "Wakeup Latencies percentiles (usec) runtime 1 (s)"),
+    ];
+    for (wl, marker) in cases {
+        let mut args = vec!["native", "--builtin"];
+        args.extend_from_slice(wl);
+        let o = schedlab(&args);
+        assert!(o.status.success(), "{wl:?}: {}", text(&o.stderr));
+        let out = text(&o.stdout);
+        assert!(out.contains(marker), "{wl:?}: {out}");
+        assert!(out.contains("# ran: built-in workers") && out.contains("switches "), "{wl:?}: {out}");
+    }
+}
+
+fn postgres_installed() -> bool {
+    native::postgres::find_postgres().is_ok()
+}
+
+/// PostgreSQL is needed for the pgbench tests; CI (root) installs it, so only a non-root run
+/// without it may skip.
+fn need_postgres() -> bool {
+    if postgres_installed() {
+        return true;
+    }
+    assert!(!is_root(), "PostgreSQL is not installed: apt-get install postgresql (.ci/run does)");
+    eprintln!("skipped: PostgreSQL is not installed (Debian package postgresql) and not root");
+    false
+}
+
+/// This run's throwaway clusters (`<tmp>/schedlab-pg-<pid>-<n>`).
+fn clusters_of(pid: u32) -> Vec<PathBuf> {
+    let prefix = format!("schedlab-pg-{pid}-");
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .collect()
+}
+
+/// Every process whose command line mentions `needle`.
+fn processes_mentioning(needle: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).replace('\0', " ").contains(needle))
+        })
+        .collect()
+}
+
+/// `native pgbench`: the real pgbench against a PostgreSQL server it started (initdb, a Unix
+/// socket, `pgbench -i`), its tps and latency, the backends' counters beside pgbench's, and
+/// no server or directory left afterwards. About 3 s.
+#[test]
+fn native_pgbench_runs_against_a_throwaway_server() {
+    if !need_postgres() {
+        return;
+    }
+    let child = Command::new(bin())
+        .args(["native", "--json", "pgbench", "-S", "-c", "2", "-j", "1", "-T", "1", "-n"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let runner = v["native"]["runner"].as_str().unwrap();
+    assert!(runner.starts_with("pgbench against a throwaway PostgreSQL"), "{runner}");
+    assert!(v["metric"]["value"].as_f64().unwrap() > 0.0, "{}", v["metric"]);
+    let tasks = v["tasks"].as_array().unwrap();
+    let named = |c: &str| tasks.iter().filter(|t| t["comm"] == c).count();
+    assert!(named("pgbench") >= 1, "{}", v["tasks"]);
+    // One backend per client, and the one of the connection pgbench opens first to read the
+    // scale (short-lived, so the 2 ms sampler may miss it); the server's own processes are not
+    // the benchmark's. (-n: no vacuum, whose connection would be one more.)
+    assert!((2..=3).contains(&named("postgres")), "{}", v["tasks"]);
+    let c = &v["counters"];
+    assert!(u(&c["nr_switches"]) > 0, "{c}");
+    assert_eq!(u(&c["nr_switches"]), u(&c["nr_voluntary_switches"]) + u(&c["nr_involuntary_switches"]));
+    assert!(clusters_of(pid).is_empty(), "cluster directory left: {:?}", clusters_of(pid));
+    assert!(processes_mentioning(&format!("schedlab-pg-{pid}-")).is_empty(), "server left running");
+    // The text output is pgbench's own.
+    let o = schedlab(&["native", "pgbench", "-S", "-c", "1", "-t", "200", "-n"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    for line in [
+        "transaction type: <builtin: select only>",
+        "number of transactions actually processed: 200/200",
+        "latency average = ",
+        "tps = ",
+    ] {
+        assert!(out.contains(line), "{line}: {out}");
+    }
+}
+
+/// SIGTERM during `native pgbench` (server up, benchmark running): exit 130, pgbench, the
+/// postmaster and its backends gone, the cluster directory removed. A SIGKILLed run leaves
+/// its directory (the postmaster dies with it, PR_SET_PDEATHSIG); the next run removes it.
+#[test]
+fn pgbench_interrupted_or_killed_leaves_no_server() {
+    if !need_postgres() {
+        return;
+    }
+    for sig in [rustix::process::Signal::TERM, rustix::process::Signal::KILL] {
+        let (mut child, _) = start_with_descendants(&["native", "pgbench", "-S", "-c", "2", "-T", "60"], 1);
+        let pid = child.id();
+        // Wait for the benchmark itself: pgbench is running once the cluster is set up.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let running = || {
+            descendants_of(pid).iter().any(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "pgbench")
+                    && std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| !c.windows(3).any(|w| w == b"-i\0"))
+            })
+        };
+        while Instant::now() < deadline && !running() {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(running(), "pgbench did not start");
+        let tree = descendants_of(pid);
+        let dirs = clusters_of(pid);
+        assert_eq!(dirs.len(), 1, "{dirs:?}");
+        signal(pid, sig);
+        let status = child.wait().unwrap();
+        if sig == rustix::process::Signal::TERM {
+            assert_eq!(status.code(), Some(130));
+            assert!(clusters_of(pid).is_empty(), "directory left after SIGTERM");
+        } else {
+            assert!(dirs[0].exists(), "nothing removes the directory of a SIGKILLed run");
+        }
+        wait_gone(&tree, &format!("after {sig:?}"));
+        if sig == rustix::process::Signal::KILL {
+            let o = schedlab(&["native", "--builtin", "pipe", "-l", "1000"]);
+            assert!(o.status.success(), "{}", text(&o.stderr));
+            assert!(!dirs[0].exists(), "the next run removed the stale cluster");
+        }
+    }
+}
+
+/// `validate` runs the model and the host side by side for the benchmarks added to native
+/// mode (pgbench only with PostgreSQL).
+#[test]
+fn validate_every_benchmark() {
+    let mut cases: Vec<&[&str]> = vec![
+        &["lat_ctx", "-N", "3", "2"],
+        &["netperf", "-t", "TCP_RR", "-l", "-2000"],
+        &["stress-ng", "--cpu", "1", "--timeout", "1"],
+        &["schbench", "-m", "1", "-t", "2", "-r", "1"],
+    ];
+    if need_postgres() {
+        cases.push(&["pgbench", "-S", "-c", "2", "-T", "1"]);
+    }
+    for wl in cases {
+        let mut args = vec!["validate", "--json", "--runs", "1"];
+        args.extend_from_slice(wl);
+        let v = json(&args);
+        let row = &v["rows"][0];
+        assert!(row["native_median"].as_f64().is_some_and(|x| x > 0.0), "{wl:?}: {row}");
+        assert!(row["sim_median"].as_f64().is_some_and(|x| x > 0.0), "{wl:?}: {row}");
+        assert!(row["ok"].is_boolean(), "{wl:?}: {row}");
+        assert!(v["rows"].as_array().unwrap().iter().any(|r| r["quantity"] == "involuntary share"), "{wl:?}");
+    }
 }

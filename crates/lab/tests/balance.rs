@@ -196,6 +196,7 @@ fn cache_aware_balancing_keeps_one_process_in_one_llc() {
         tasks,
         objects: wl.objects,
         check_invariants: true,
+        groups: Vec::new(),
     };
     let [a, b] = llc_busy_ms(&Sim::new(setup).unwrap().run().unwrap());
     assert!(a.min(b) > 2500, "six processes: busy ms per LLC {a}, {b}");

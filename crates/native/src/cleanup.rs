@@ -1,5 +1,6 @@
 //! What a native run must undo on every exit path: its forked children, the real tools it
-//! started (process groups) and its ftrace instance.
+//! started (process groups), its PostgreSQL clusters ([`crate::postgres`]) and its ftrace
+//! instance.
 //!
 //! Every child is registered here the moment it is forked (the registry lock is held across the
 //! `fork()`, so an interrupt cannot slip between the fork and the registration) and
@@ -142,6 +143,8 @@ pub(crate) fn kill_children() {
 pub fn interrupt() {
     INTERRUPTED.store(true, Ordering::SeqCst);
     let _cleaning = CLEANING.lock().unwrap_or_else(|e| e.into_inner());
+    // A PostgreSQL server first, gently (SIGQUIT), so it does not leave shared memory behind.
+    crate::postgres::interrupt();
     kill_children();
     kill_groups();
     let dirs: Vec<PathBuf> = std::mem::take(&mut *TRACE_INSTANCES.lock().unwrap_or_else(|e| e.into_inner()));

@@ -16,10 +16,12 @@
 //!
 //! Linux only. The only `unsafe` code is in [`sys`] (`fork`, `_exit`).
 
+pub mod builtin;
 pub mod calibrate;
 pub mod cleanup;
 pub mod ftrace;
 pub mod host;
+pub mod postgres;
 pub mod procfs;
 pub mod run;
 pub mod sys;

@@ -19,6 +19,7 @@
 //! reaping come after t1, so they are not in the measured time (the tools include the reaping
 //! of each child, a few µs).
 
+use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -100,8 +101,9 @@ impl NativeRun {
     }
 }
 
-/// The benchmarks native mode has built-in workers for (the others need their real tool).
-pub const NATIVE_WORKLOADS: &[&str] = &["pipe", "hackbench", "messaging"];
+/// The benchmarks native mode has built-in workers for (pgbench needs a real PostgreSQL).
+pub const NATIVE_WORKLOADS: &[&str] =
+    &["pipe", "hackbench", "messaging", "schbench", "lat_ctx", "netperf", "stress-ng"];
 
 /// Parses and runs a benchmark command line natively: with the real tool when it is installed
 /// and can run what was asked ([`crate::tools::choose`]), else with the built-in workers (the
@@ -115,6 +117,9 @@ pub fn run_native(argv: &[String], opts: &NativeOptions) -> Result<NativeRun, Na
         && let Some(bad) = cpus.iter().find(|&&c| c as usize >= nr_cpus)
     {
         return Err(NativeError::Usage(format!("--pin: CPU {bad} is not online (this machine has {nr_cpus})")));
+    }
+    if let Some(why) = crate::tools::refusal(&wl) {
+        return Err(NativeError::Usage(why));
     }
     let choice = if opts.builtin {
         Choice::Builtin("--builtin: the built-in workers were asked for".into())
@@ -137,9 +142,15 @@ pub fn run_native(argv: &[String], opts: &NativeOptions) -> Result<NativeRun, Na
     if let Exec::Builtin(Plan::Groups { transport: Transport::TcpLoopback, .. }) = exec {
         return Err(NativeError::Usage("hackbench: -i/--inet (TCP) is not supported in native mode yet".into()));
     }
+    if let Exec::Builtin(Plan::Schbench(s, _)) = &exec
+        && let Some(what) = crate::builtin::schbench_unsupported(s)
+    {
+        return Err(NativeError::Usage(format!("schbench: {what} is not supported by the built-in worker")));
+    }
     // What runs killed by SIGKILL left: tracefs instances still recording, tool workers.
     crate::ftrace::remove_stale_instances_if_mounted();
     crate::cleanup::kill_stale_tool_groups();
+    crate::postgres::remove_stale_clusters();
 
     let trace = match opts.trace_buffer_kb {
         Some(kb) => Some(TraceSession::new(kb).map_err(NativeError::System)?),
@@ -164,8 +175,12 @@ pub fn run_native(argv: &[String], opts: &NativeOptions) -> Result<NativeRun, Na
         Exec::Builtin(Plan::Groups { comm, groups, fds, loops, datasize, threads, transport }) => {
             run_groups(comm, *groups, *fds, *loops, *datasize, *threads, *transport)
         }
+        Exec::Builtin(Plan::LatCtx(l)) => crate::builtin::run_lat_ctx(l),
+        Exec::Builtin(Plan::Netperf(n)) => crate::builtin::run_netperf(n),
+        Exec::Builtin(Plan::StressNg(s, run_ns)) => crate::builtin::run_stress(s, *run_ns),
+        Exec::Builtin(Plan::Schbench(s, run_ns)) => crate::builtin::run_schbench(s, *run_ns),
         Exec::Real(cmd) => crate::tools::run_tool(cmd, &wl, opts.pin.as_deref()).map(|t| {
-            let m = Measured { start: t.start_ns, elapsed_ns: t.end_ns - t.start_ns, tasks: t.tasks.clone() };
+            let m = Measured::new(t.start_ns, t.end_ns - t.start_ns, t.tasks.clone());
             real = Some(t);
             m
         }),
@@ -185,9 +200,10 @@ pub fn run_native(argv: &[String], opts: &NativeOptions) -> Result<NativeRun, Na
     drop(trace);
 
     let analysis = match &captured {
-        Some(c) => {
-            Some(crate::trace::analyze_capture(c, comm, m.start, m.start + m.elapsed_ns).map_err(NativeError::System)?)
-        }
+        Some(c) => Some(
+            crate::trace::analyze_capture(c, &exec.trace_comms(), m.start, m.start + m.elapsed_ns)
+                .map_err(NativeError::System)?,
+        ),
         None => None,
     };
     let ops = operations(&wl).map(|(n, _)| n);
@@ -195,7 +211,7 @@ pub fn run_native(argv: &[String], opts: &NativeOptions) -> Result<NativeRun, Na
     let (metric, output, runner, switch_totals) = match (&exec, real) {
         (Exec::Real(cmd), Some(t)) => (t.metric, t.output, cmd.describe.clone(), Some(t.switches)),
         _ => {
-            let report = synthetic_report(m.elapsed_ns);
+            let report = measured_report(&m);
             (wl.metric_value(&report), wl.format_output(&report), "built-in workers".to_string(), None)
         }
     };
@@ -254,7 +270,11 @@ fn builtin_plan(wl: &BenchWorkload) -> Option<Plan> {
             threads: m.threads,
             transport: if m.pipe { Transport::Pipe } else { Transport::UnixStream },
         },
-        _ => return None,
+        BenchParams::LatCtx(l) => Plan::LatCtx(l.clone()),
+        BenchParams::Netperf(n) => Plan::Netperf(n.clone()),
+        BenchParams::StressNg(s) => Plan::StressNg(s.clone(), wl.duration_ns.unwrap_or(crate::builtin::DEFAULT_RUN_NS)),
+        BenchParams::Schbench(s) => Plan::Schbench(s.clone(), wl.duration_ns.unwrap_or(crate::builtin::DEFAULT_RUN_NS)),
+        BenchParams::Pgbench(_) => return None,
     })
 }
 
@@ -272,6 +292,31 @@ pub fn operations(wl: &BenchWorkload) -> Option<(u64, &'static str)> {
         }
         _ => None,
     }
+}
+
+/// The report a built-in run's output is printed from: its interval (or the run time the tool
+/// reports), counts, latency samples, and its tasks' names, pids and run times (stress-ng
+/// prints its parent's pid and its workers' CPU time).
+fn measured_report(m: &Measured) -> sim::engine::SimReport {
+    let mut r = synthetic_report(m.report_ns.unwrap_or(m.elapsed_ns));
+    r.counts = m.counts.clone();
+    r.histograms = m.hists.clone();
+    r.tasks = m
+        .tasks
+        .iter()
+        .map(|t| sim::engine::TaskReport {
+            pid: t.pid,
+            comm: t.comm.clone(),
+            nice: t.nice,
+            sum_exec_runtime_ns: t.sum_exec_runtime_ns,
+            vruntime: 0,
+            util_avg: 0,
+            load_avg: 0,
+            exited: true,
+            stats: Default::default(),
+        })
+        .collect();
+    r
 }
 
 /// Why a native run failed.
@@ -293,7 +338,7 @@ impl std::fmt::Display for NativeError {
 
 impl std::error::Error for NativeError {}
 
-fn sys(what: &str) -> impl Fn(rustix::io::Errno) -> NativeError + '_ {
+pub(crate) fn sys(what: &str) -> impl Fn(rustix::io::Errno) -> NativeError + '_ {
     move |e| NativeError::System(format!("{what}: {e}"))
 }
 
@@ -319,7 +364,7 @@ pub fn synthetic_report(elapsed_ns: u64) -> sim::engine::SimReport {
     }
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 enum Plan {
     Pipe {
         loops: u64,
@@ -337,13 +382,42 @@ enum Plan {
         threads: bool,
         transport: Transport,
     },
+    LatCtx(workload::bench::lat_ctx::LatCtx),
+    Netperf(workload::bench::netperf::Netperf),
+    /// stress-ng for `run_ns` (its `--timeout`, or the simulator's default duration).
+    StressNg(workload::bench::stressng::StressNg, u64),
+    /// schbench for `run_ns` (its `-r`, or the simulator's default duration for `-r 0`).
+    Schbench(workload::bench::schbench::Schbench, u64),
 }
 
 impl Plan {
+    /// The name of the main thread, which forked children inherit until they name themselves.
     fn comm(&self) -> &'static str {
         match self {
             Plan::Pipe { .. } => "sched-pipe",
             Plan::Groups { comm, .. } => comm,
+            Plan::LatCtx(_) => "lat_ctx",
+            Plan::Netperf(_) => "netperf",
+            Plan::StressNg(..) => "stress-ng",
+            Plan::Schbench(..) => "schbench",
+        }
+    }
+}
+
+impl Exec {
+    /// The task names the ftrace analysis keeps: the benchmark's workers.
+    fn trace_comms(&self) -> Vec<&'static str> {
+        use crate::tools::Tool;
+        match self {
+            Exec::Builtin(Plan::Netperf(_)) | Exec::Real(ToolCommand { tool: Tool::Netperf, .. }) => {
+                vec!["netperf", "netserver"]
+            }
+            Exec::Builtin(Plan::StressNg(..)) => vec!["stress-ng-cpu"],
+            Exec::Builtin(Plan::Schbench(..)) => vec!["schbench-msg", "schbench-worker"],
+            // The backends are all named `postgres` (its background processes too, asleep).
+            Exec::Real(ToolCommand { tool: Tool::Pgbench, .. }) => vec!["pgbench", "postgres"],
+            Exec::Builtin(plan) => vec![plan.comm()],
+            Exec::Real(cmd) => vec![cmd.comm],
         }
     }
 }
@@ -392,16 +466,28 @@ impl Drop for RunEnv {
     }
 }
 
-/// The measured interval and every task's counters.
-struct Measured {
-    start: u64,
-    elapsed_ns: u64,
-    tasks: Vec<TaskSample>,
+/// The measured interval, every task's counters and, for the built-in workers of the
+/// benchmarks that report more than their interval, the counts and latency samples the
+/// workload's output is made from (its local ids).
+pub(crate) struct Measured {
+    pub(crate) start: u64,
+    pub(crate) elapsed_ns: u64,
+    pub(crate) tasks: Vec<TaskSample>,
+    pub(crate) counts: BTreeMap<u16, u64>,
+    pub(crate) hists: BTreeMap<u16, sim::stats::LatencyHistogram>,
+    /// The run time the tool reports, when it is not the measured interval (schbench: `-r`).
+    pub(crate) report_ns: Option<u64>,
+}
+
+impl Measured {
+    pub(crate) fn new(start: u64, elapsed_ns: u64, tasks: Vec<TaskSample>) -> Measured {
+        Measured { start, elapsed_ns, tasks, counts: BTreeMap::new(), hists: BTreeMap::new(), report_ns: None }
+    }
 }
 
 /// Forked children: waits for each (creation order) to exit without reaping it, returns the
 /// time the last one was done, reads the zombies' counters, then reaps them.
-fn finish_children(guard: &mut ChildGuard) -> Result<(u64, Vec<TaskSample>), NativeError> {
+pub(crate) fn finish_children(guard: &mut ChildGuard) -> Result<(u64, Vec<TaskSample>), NativeError> {
     let mut failed = None;
     for &pid in &guard.pids {
         loop {
@@ -443,18 +529,26 @@ struct Slot {
     done: Gate,
 }
 
-struct ThreadPool {
+pub(crate) struct ThreadPool {
     slots: Vec<Arc<Slot>>,
     release: Arc<Gate>,
     handles: Vec<std::thread::JoinHandle<Result<(), rustix::io::Errno>>>,
 }
 
 impl ThreadPool {
-    fn new() -> ThreadPool {
+    pub(crate) fn new() -> ThreadPool {
         ThreadPool { slots: Vec::new(), release: Arc::new(Gate::default()), handles: Vec::new() }
     }
 
     fn spawn<F>(&mut self, name: &str, work: F) -> Result<(), NativeError>
+    where
+        F: FnOnce() -> Result<(), rustix::io::Errno> + Send + 'static,
+    {
+        self.spawn_thread(name, work).map(|_| ())
+    }
+
+    /// [`ThreadPool::spawn`], returning the thread's handle (to `unpark` it).
+    pub(crate) fn spawn_thread<F>(&mut self, name: &str, work: F) -> Result<std::thread::Thread, NativeError>
     where
         F: FnOnce() -> Result<(), rustix::io::Errno> + Send + 'static,
     {
@@ -471,14 +565,31 @@ impl ThreadPool {
                 r
             })
             .map_err(|e| NativeError::System(format!("creating a thread: {e}")))?;
+        let thread = h.thread().clone();
         self.slots.push(slot);
         self.handles.push(h);
-        Ok(())
+        Ok(thread)
+    }
+
+    /// The workers' thread handles, in creation order.
+    pub(crate) fn threads(&self) -> impl Iterator<Item = &std::thread::Thread> {
+        self.handles.iter().map(|h| h.thread())
+    }
+
+    /// [`ThreadPool::finish`] for workers that end on a flag: `nudge` (which unparks them)
+    /// is called every millisecond until each one is done.
+    pub(crate) fn finish_with(self, nudge: impl Fn()) -> Result<(u64, Vec<TaskSample>), NativeError> {
+        for s in &self.slots {
+            while !s.done.wait_timeout(std::time::Duration::from_millis(1)) {
+                nudge();
+            }
+        }
+        self.finish()
     }
 
     /// Waits for every worker's `done` in creation order (pthread_join order), returns the end
     /// time and their counters, then lets them exit and joins them.
-    fn finish(mut self) -> Result<(u64, Vec<TaskSample>), NativeError> {
+    pub(crate) fn finish(mut self) -> Result<(u64, Vec<TaskSample>), NativeError> {
         for s in &self.slots {
             s.done.wait();
         }
@@ -514,7 +625,7 @@ impl Drop for ThreadPool {
     }
 }
 
-fn main_sample() -> Result<TaskSample, NativeError> {
+pub(crate) fn main_sample() -> Result<TaskSample, NativeError> {
     procfs::read_self_thread().map_err(NativeError::System)
 }
 
@@ -557,7 +668,7 @@ fn run_pipe(
         })?;
         let (end, workers) = pool.finish()?;
         let main = main_sample()?.since(&before);
-        return Ok(Measured { start, elapsed_ns: end - start, tasks: [vec![main], workers].concat() });
+        return Ok(Measured::new(start, end - start, [vec![main], workers].concat()));
     }
     let mut buf_a = vec![0u8; size];
     let mut guard = ChildGuard::new();
@@ -574,7 +685,7 @@ fn run_pipe(
         .map_err(sys("pipe worker"))?;
     let (end, children) = finish_children(&mut guard)?;
     let main = main_sample()?.since(&before);
-    Ok(Measured { start, elapsed_ns: end - start, tasks: [vec![main], children].concat() })
+    Ok(Measured::new(start, end - start, [vec![main], children].concat()))
 }
 
 /// One channel: (read end, write end). Unix sockets: `socketpair()`, read `fds[0]`, write
@@ -692,7 +803,7 @@ fn run_groups(
     let (end, tasks) = if threads { pool.finish()? } else { finish_children(&mut guard)? };
     let main = main_sample()?.since(&before);
     drop(keep);
-    Ok(Measured { start, elapsed_ns: end - start, tasks: [vec![main], tasks].concat() })
+    Ok(Measured::new(start, end - start, [vec![main], tasks].concat()))
 }
 
 #[cfg(test)]

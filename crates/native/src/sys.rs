@@ -1,4 +1,5 @@
-//! The crate's only `unsafe` code: `fork()`, `_exit()`, `getrusage()` and a `pre_exec` hook,
+//! The crate's only `unsafe` code: `fork()`, `_exit()`, `getrusage()`, a `pre_exec` hook and a
+//! shared anonymous mapping (`mmap`),
 //! which neither rustix nor std offer safely.
 //!
 //! The benchmarks fork their workers (perf's `fork()`, rt-tests' `fork()`), so native mode does
@@ -107,5 +108,71 @@ pub fn die_with_parent(cmd: &mut std::process::Command) {
         cmd.pre_exec(|| {
             rustix::process::set_parent_process_death_signal(Some(Signal::KILL)).map_err(std::io::Error::from)
         });
+    }
+}
+
+/// Counters shared between schedlab and the processes it forks: an anonymous `MAP_SHARED`
+/// mapping of `len` zeroed `AtomicU64`s, created before the fork, so a child's stores are
+/// seen by the parent (a built-in `lat_ctx` leader's repetition times, a netperf client's
+/// transaction count). Storing to an atomic neither allocates nor locks, so forked children
+/// may use it under the module's contract.
+pub struct SharedSlots {
+    ptr: std::ptr::NonNull<std::sync::atomic::AtomicU64>,
+    len: usize,
+}
+
+// SAFETY: the mapping is only ever accessed through `AtomicU64`s, which are Sync.
+unsafe impl Send for SharedSlots {}
+// SAFETY: as above.
+unsafe impl Sync for SharedSlots {}
+
+impl SharedSlots {
+    pub fn new(len: usize) -> std::io::Result<SharedSlots> {
+        let bytes = len.max(1) * std::mem::size_of::<u64>();
+        // SAFETY: an anonymous mapping at an address of the kernel's choosing: no existing
+        // memory is affected. The result is checked against MAP_FAILED before use.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        let ptr = std::ptr::NonNull::new(p.cast()).ok_or_else(std::io::Error::last_os_error)?;
+        Ok(SharedSlots { ptr, len: len.max(1) })
+    }
+
+    pub fn slots(&self) -> &[std::sync::atomic::AtomicU64] {
+        // SAFETY: the mapping holds `len` u64s, zero-filled by the kernel (a valid AtomicU64),
+        // page-aligned, and lives until `drop`.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for SharedSlots {
+    fn drop(&mut self) {
+        // SAFETY: the mapping created in `new`, of that size; no reference to it outlives
+        // `self` (`slots` borrows `self`).
+        unsafe {
+            libc::munmap(self.ptr.as_ptr().cast(), self.len * std::mem::size_of::<u64>());
+        }
+    }
+}
+
+/// Raises the soft limit of open files to the hard limit: a built-in `lat_ctx -P 4 96` holds
+/// 2·4·96 pipe ends at once, near the usual soft limit of 1024.
+pub fn raise_nofile_limit() {
+    let lim = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+    if lim.current < lim.maximum {
+        let _ = rustix::process::setrlimit(
+            rustix::process::Resource::Nofile,
+            rustix::process::Rlimit { current: lim.maximum, maximum: lim.maximum },
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! The real benchmark binaries, when they are installed: `perf bench sched pipe|messaging`
 //! (Debian `linux-perf`), rt-tests `hackbench`, lmbench `lat_ctx`, `netperf` against a
-//! loopback `netserver` started for the run, and `stress-ng`.
+//! loopback `netserver` started for the run, `stress-ng`, and PostgreSQL's `pgbench` against a
+//! throwaway server started for the run ([`crate::postgres`]).
 //!
 //! A command line in schedlab's syntax (the tools' own flags, parsed by the simulator's
 //! parser first, so a bad flag is reported as `run` reports it) becomes the tool's command line
@@ -86,8 +87,19 @@ pub enum Tool {
     PerfMessaging,
     Hackbench,
     LatCtx,
+    Schbench,
     Netperf,
     StressNg,
+    Pgbench,
+}
+
+/// A server a tool talks to, started before it and stopped after it.
+#[derive(Clone, Debug)]
+pub enum Server {
+    /// `netserver` on loopback, on the port given to netperf with `-p`.
+    Netserver(PathBuf),
+    /// A throwaway PostgreSQL cluster initialised at `scale` for `clients` connections.
+    Postgres { bins: crate::postgres::PgBins, scale: u32, clients: u32 },
 }
 
 /// A resolved real-tool command line.
@@ -100,8 +112,8 @@ pub struct ToolCommand {
     pub comm: &'static str,
     /// What runs, for the output header (`perf 6.1.187 bench sched pipe, the one-token worker`).
     pub describe: String,
-    /// `netperf`: the `netserver` binary to start on loopback first.
-    pub server: Option<PathBuf>,
+    /// The server to start first (netperf's netserver, pgbench's PostgreSQL).
+    pub server: Option<Server>,
 }
 
 /// What native mode runs for a workload.
@@ -120,7 +132,7 @@ pub fn find_program(name: &str, extra: &[&str]) -> Option<PathBuf> {
     dirs.into_iter().map(|d| d.join(name)).find(|p| is_executable(p))
 }
 
-fn is_executable(p: &Path) -> bool {
+pub(crate) fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
@@ -226,14 +238,7 @@ pub fn choose(wl: &BenchWorkload, argv: &[String]) -> Choice {
             }
         }
         BenchParams::LatCtx(_) => match find_lmbench("lat_ctx") {
-            Some(p) => Choice::Real(ToolCommand {
-                tool: Tool::LatCtx,
-                describe: format!("lmbench lat_ctx ({})", p.display()),
-                program: p,
-                args: flags,
-                comm: "lat_ctx",
-                server: None,
-            }),
+            Some(p) => plain(Tool::LatCtx, format!("lmbench lat_ctx ({})", p.display()), p, flags, "lat_ctx"),
             None => Choice::Builtin("lat_ctx is not installed (Debian package lmbench, non-free)".into()),
         },
         BenchParams::Netperf(_) => {
@@ -255,14 +260,16 @@ pub fn choose(wl: &BenchWorkload, argv: &[String]) -> Choice {
                 args,
                 comm: "netperf",
                 describe: "netperf against a loopback netserver".into(),
-                server: Some(server),
+                server: Some(Server::Netserver(server)),
             })
         }
         BenchParams::StressNg(s) => match find_program("stress-ng", &[]) {
             Some(p) => {
-                if s.timeout_s.is_none() {
+                if s.timeout_s.is_none_or(|t| t == 0) {
                     return Choice::Builtin(
-                        "stress-ng without --timeout runs for a day; give -t/--timeout to run the real tool".into(),
+                        "stress-ng without --timeout runs for a day; the built-in hogs run for the simulator's default \
+                         --duration, 10 s (give -t/--timeout to run the real tool)"
+                            .into(),
                     );
                 }
                 let mut args = flags;
@@ -282,11 +289,64 @@ pub fn choose(wl: &BenchWorkload, argv: &[String]) -> Choice {
             }
             None => Choice::Builtin("stress-ng is not installed (Debian package stress-ng)".into()),
         },
-        BenchParams::Schbench(_) => {
-            Choice::Builtin("schbench is not packaged by Debian and has no built-in native worker yet".into())
-        }
-        BenchParams::Pgbench(_) => Choice::Builtin("pgbench runs built-in only".into()),
+        BenchParams::Schbench(_) => match find_program("schbench", &[]) {
+            // Whichever schbench is on PATH takes the same flags (masoncl/schbench main).
+            Some(p) => plain(Tool::Schbench, format!("schbench ({})", p.display()), p, flags, "schbench"),
+            None => Choice::Builtin(
+                "schbench is not packaged by Debian and not on PATH; the built-in worker runs schbench's \
+                 message/worker threads and prints its percentile table"
+                    .into(),
+            ),
+        },
+        BenchParams::Pgbench(p) => match crate::postgres::find_postgres() {
+            Ok(bins) => Choice::Real(ToolCommand {
+                tool: Tool::Pgbench,
+                program: bins.program("pgbench"),
+                args: pgbench_args(p),
+                comm: "pgbench",
+                describe: format!("pgbench against a throwaway PostgreSQL {} server on a Unix socket", bins.release()),
+                server: Some(Server::Postgres { bins, scale: p.scale, clients: p.clients }),
+            }),
+            Err(why) => Choice::Builtin(why),
+        },
     }
+}
+
+/// A tool run with the user's flags as they are, without a server.
+fn plain(tool: Tool, describe: String, program: PathBuf, args: Vec<String>, comm: &'static str) -> Choice {
+    Choice::Real(ToolCommand { tool, program, args, comm, describe, server: None })
+}
+
+/// What native mode refuses outright for a workload (a one-line reason), before choosing
+/// between the real tool and the built-in workers.
+pub fn refusal(wl: &BenchWorkload) -> Option<String> {
+    match &wl.params {
+        BenchParams::Pgbench(p) if p.tcp => {
+            Some("pgbench: -h localhost: native mode's throwaway server listens on a Unix socket only (drop -h)".into())
+        }
+        _ => None,
+    }
+}
+
+/// pgbench's run options, rebuilt from the parsed flags (the connection options are the
+/// cluster's, added when it runs; `-s` went to `pgbench -i`, where it applies).
+fn pgbench_args(p: &workload::bench::pgbench::Pgbench) -> Vec<String> {
+    use workload::bench::pgbench::QueryMode;
+    let mut a: Vec<String> = vec!["-S".into(), "-c".into(), p.clients.to_string(), "-j".into(), p.threads.to_string()];
+    match (p.duration_s, p.transactions) {
+        (Some(d), _) => a.extend(["-T".into(), d.to_string()]),
+        (None, t) => a.extend(["-t".into(), t.unwrap_or(10).to_string()]),
+    }
+    let mode = match p.mode {
+        QueryMode::Simple => "simple",
+        QueryMode::Extended => "extended",
+        QueryMode::Prepared => "prepared",
+    };
+    a.extend(["-M".into(), mode.into()]);
+    if p.no_vacuum {
+        a.push("-n".into());
+    }
+    a
 }
 
 /// A port for this run's netserver: above the ephemeral range's usual start, per process.
@@ -320,6 +380,15 @@ pub fn parse_metric(tool: Tool, wl: &BenchWorkload, out: &str) -> Option<f64> {
             let l = out.lines().rev().find(|l| l.split_whitespace().count() >= 6)?;
             l.split_whitespace().last()?.parse().ok()
         }
+        Tool::Schbench => {
+            // The starred p99 line of the block the metric is taken from:
+            // `Wakeup Latencies percentiles (usec) ...` then `\t  * 99.0th: 17 (...)`.
+            let block =
+                if wl.metric.name == "request_latency_us_p99" { "Request Latencies" } else { "Wakeup Latencies" };
+            let mut lines = out.lines().skip_while(|l| !l.starts_with(block));
+            lines.find_map(|l| l.trim().strip_prefix("* 99.0th:")?.split_whitespace().next()?.parse().ok())
+        }
+        Tool::Pgbench => out.lines().find_map(|l| l.strip_prefix("tps = ")?.split_whitespace().next()?.parse().ok()),
         Tool::StressNg => {
             // `stress-ng: info:  [pid] cpu  <bogo ops> <real> <usr> <sys> <ops/s real> <ops/s cpu>`
             out.lines().find_map(|l| {
@@ -348,7 +417,18 @@ pub struct ToolRun {
 
 /// The tasks under `root`: its threads and, recursively, its children's.
 fn walk(root: u32, seen: &mut BTreeMap<u32, TaskSample>) {
-    let mut stack = vec![root];
+    walk_from(vec![root], seen);
+}
+
+fn children_of(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|c| c.parse().ok())
+        .collect()
+}
+
+fn walk_from(mut stack: Vec<u32>, seen: &mut BTreeMap<u32, TaskSample>) {
     while let Some(pid) = stack.pop() {
         let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/task")) else { continue };
         for e in entries.flatten() {
@@ -364,16 +444,37 @@ fn walk(root: u32, seen: &mut BTreeMap<u32, TaskSample>) {
     }
 }
 
-fn spawn(program: &Path, args: &[String], comm: &str) -> Result<std::process::Child, NativeError> {
+/// Starts a tool in its own process group. With `output`, its stdout and stderr go to one
+/// pipe, so what it prints keeps the order it was written in (pgbench's vacuum line on stderr
+/// before its results on stdout), as on a terminal; the read end is returned.
+fn spawn(
+    program: &Path,
+    args: &[String],
+    comm: &str,
+    output: bool,
+) -> Result<(std::process::Child, Option<rustix::fd::OwnedFd>), NativeError> {
     use std::os::unix::process::CommandExt;
     let mut cmd = Command::new(program);
-    cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+    cmd.args(args).stdin(Stdio::null()).process_group(0);
+    let reader = if output {
+        let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+            .map_err(|e| NativeError::System(format!("pipe: {e}")))?;
+        let w2 = w.try_clone().map_err(|e| NativeError::System(format!("dup: {e}")))?;
+        cmd.stdout(Stdio::from(w)).stderr(Stdio::from(w2));
+        Some(r)
+    } else {
+        cmd.stdout(Stdio::null()).stderr(Stdio::null());
+        None
+    };
     crate::sys::die_with_parent(&mut cmd);
     let child = cmd.spawn().map_err(|e| NativeError::System(format!("{}: {e}", program.display())))?;
     if let Some(pid) = Pid::from_raw(child.id() as i32) {
         crate::cleanup::register_group(pid, comm);
     }
-    Ok(child)
+    // `cmd` still holds the write ends: dropped here, so the reader sees the end of file when
+    // the tool (and every child it gave them to) has exited.
+    drop(cmd);
+    Ok((child, reader))
 }
 
 fn kill_and_reap(mut child: std::process::Child) {
@@ -396,7 +497,7 @@ fn kill_and_reap(mut child: std::process::Child) {
 /// Starts a loopback netserver on `port` and waits until it accepts connections.
 fn start_netserver(server: &Path, port: &str) -> Result<std::process::Child, NativeError> {
     let args: Vec<String> = ["-D", "-L", "127.0.0.1", "-p", port].iter().map(|s| s.to_string()).collect();
-    let child = spawn(server, &args, "netserver")?;
+    let (child, _) = spawn(server, &args, "netserver", false)?;
     let addr = format!("127.0.0.1:{port}");
     for _ in 0..200 {
         if std::net::TcpStream::connect(&addr).is_ok() {
@@ -408,42 +509,65 @@ fn start_netserver(server: &Path, port: &str) -> Result<std::process::Child, Nat
     Err(NativeError::System(format!("netserver did not listen on {addr}")))
 }
 
+/// A started server: stopped when dropped.
+enum Running {
+    Netserver(Option<std::process::Child>),
+    Postgres(crate::postgres::Cluster),
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Running::Netserver(c) = self
+            && let Some(c) = c.take()
+        {
+            kill_and_reap(c);
+        }
+    }
+}
+
 /// Runs a real tool to completion (the caller has set affinity and tracing up). `avoid` are
 /// the CPUs the benchmark is pinned to, which the sampler stays off when it can.
+///
+/// A PostgreSQL server's backends are its postmaster's children, not pgbench's: the sampler
+/// also walks the postmaster's children that were not there before the run (its background
+/// processes were), and their switches are added to pgbench's exact whole-tree totals (a
+/// backend's last reading is up to 2 ms old when it exits).
 pub fn run_tool(cmd: &ToolCommand, wl: &BenchWorkload, avoid: Option<&[u32]>) -> Result<ToolRun, NativeError> {
+    let mut args = cmd.args.clone();
     let server = match &cmd.server {
-        Some(s) => {
+        Some(Server::Netserver(s)) => {
             let port = cmd.args.iter().skip_while(|a| *a != "-p").nth(1).cloned().unwrap_or_default();
-            Some(start_netserver(s, &port)?)
+            Some(Running::Netserver(Some(start_netserver(s, &port)?)))
+        }
+        Some(Server::Postgres { bins, scale, clients }) => {
+            let c = crate::postgres::Cluster::start(bins, *scale, *clients)?;
+            args.extend(c.connection_args());
+            Some(Running::Postgres(c))
         }
         None => None,
     };
+    // The server's own processes, which are not the benchmark's.
+    let (server_root, server_old) = match &server {
+        Some(Running::Postgres(c)) => {
+            let pm = c.postmaster_pid().unwrap_or(0);
+            (Some(pm), children_of(pm))
+        }
+        _ => (None, Vec::new()),
+    };
     let before = crate::sys::children_switches();
     let start_ns = mono_ns();
-    let mut child = match spawn(&cmd.program, &cmd.args, cmd.comm) {
-        Ok(c) => c,
-        Err(e) => {
-            if let Some(s) = server {
-                kill_and_reap(s);
-            }
-            return Err(e);
-        }
-    };
+    let (mut child, reader) = spawn(&cmd.program, &args, cmd.comm, true)?;
     let pid = child.id();
-    let readers: Vec<std::thread::JoinHandle<String>> = [
-        child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>),
-        child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>),
-    ]
-    .into_iter()
-    .flatten()
-    .map(|mut r| {
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = r.read_to_string(&mut s);
-            s
+    let readers: Vec<std::thread::JoinHandle<String>> = reader
+        .map(|r| {
+            std::thread::spawn(move || {
+                let mut s = String::new();
+                let _ = std::fs::File::from(r).read_to_string(&mut s);
+                s
+            })
         })
-    })
-    .collect();
+        .into_iter()
+        .collect();
     let stop = Arc::new(AtomicBool::new(false));
     let nr_cpus = crate::host::nr_cpus();
     let off_pin: Option<Vec<usize>> = avoid.map(|pin| (0..nr_cpus).filter(|c| !pin.contains(&(*c as u32))).collect());
@@ -457,12 +581,16 @@ pub fn run_tool(cmd: &ToolCommand, wl: &BenchWorkload, avoid: Option<&[u32]>) ->
                 }
                 let _ = rustix::thread::sched_setaffinity(None, &set);
             }
-            let mut seen = BTreeMap::new();
+            let (mut seen, mut served) = (BTreeMap::new(), BTreeMap::new());
             while !stop.load(Ordering::SeqCst) {
                 walk(pid, &mut seen);
+                if let Some(pm) = server_root {
+                    let new: Vec<u32> = children_of(pm).into_iter().filter(|c| !server_old.contains(c)).collect();
+                    walk_from(new, &mut served);
+                }
                 std::thread::sleep(Duration::from_millis(2));
             }
-            seen
+            (seen, served)
         })
     };
     let leader = Pid::from_raw(pid as i32).ok_or_else(|| NativeError::System("tool pid 0".into()))?;
@@ -475,17 +603,18 @@ pub fn run_tool(cmd: &ToolCommand, wl: &BenchWorkload, avoid: Option<&[u32]>) ->
     };
     let end_ns = mono_ns();
     stop.store(true, Ordering::SeqCst);
-    let mut seen = sampler.join().map_err(|_| NativeError::System("sampler thread panicked".into()))?;
+    let (mut seen, served) = sampler.join().map_err(|_| NativeError::System("sampler thread panicked".into()))?;
     // The leader, a zombie now: its final counters.
     if let Ok(s) = procfs::read_task(&procfs::task_dir(pid, false)) {
         seen.insert(pid, s);
     }
     let _ = child.wait();
     crate::cleanup::forget_group(leader);
-    if let Some(s) = server {
-        kill_and_reap(s);
-    }
     let after = crate::sys::children_switches();
+    drop(server);
+    let served_switches =
+        served.values().fold((0, 0), |(v, i), t| (v + t.nr_voluntary_switches, i + t.nr_involuntary_switches));
+    seen.extend(served);
     let output: String = readers.into_iter().filter_map(|h| h.join().ok()).collect();
     if status.exit_status() != Some(0) {
         let why = match status.terminating_signal() {
@@ -507,7 +636,10 @@ pub fn run_tool(cmd: &ToolCommand, wl: &BenchWorkload, avoid: Option<&[u32]>) ->
         output,
         metric,
         tasks: seen.into_values().collect(),
-        switches: (after.0.saturating_sub(before.0), after.1.saturating_sub(before.1)),
+        switches: (
+            after.0.saturating_sub(before.0) + served_switches.0,
+            after.1.saturating_sub(before.1) + served_switches.1,
+        ),
     })
 }
 

@@ -1,13 +1,23 @@
 //! The scheduler metrics of a native run's ftrace capture, computed by the same analysis as
 //! `schedlab analyze` ([`schedtrace::Analyzer`]), restricted to the run's tasks (by name: the
-//! benchmark's comm) and to its measured interval.
+//! benchmark's task names) and to its measured interval.
 
 use crate::ftrace::Captured;
 
 /// Analyses the records of `cap` between `start_ns` and `end_ns` (CLOCK_MONOTONIC, the
-/// instance's trace clock) for tasks named `comm`.
-pub fn analyze_capture(cap: &Captured, comm: &str, start_ns: u64, end_ns: u64) -> Result<schedtrace::Analysis, String> {
-    let filter = schedtrace::Filter { comm: Some(comm.chars().take(15).collect()), pid: None };
+/// instance's trace clock) for tasks named one of `comms`.
+pub fn analyze_capture(
+    cap: &Captured,
+    comms: &[&str],
+    start_ns: u64,
+    end_ns: u64,
+) -> Result<schedtrace::Analysis, String> {
+    let name = |c: &&str| -> String { c.chars().take(15).collect() };
+    let filter = schedtrace::Filter {
+        comm: comms.first().map(name),
+        pid: None,
+        also_comms: comms.iter().skip(1).map(name).collect(),
+    };
     let mut records = schedtrace::read_ftrace_text(cap.text.as_bytes());
     let mut an = schedtrace::Analyzer::new(filter);
     // The text has µs timestamps: widen the window by the rounding.

@@ -146,6 +146,13 @@ impl Gate {
             g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
         }
     }
+
+    /// Waits at most `timeout`; whether the gate is open.
+    pub fn wait_timeout(&self, timeout: std::time::Duration) -> bool {
+        let g = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let (g, _) = self.cv.wait_timeout_while(g, timeout, |open| !*open).unwrap_or_else(|e| e.into_inner());
+        *g
+    }
 }
 
 #[cfg(test)]

@@ -39,6 +39,8 @@ fn task(id: u32, cpu: u32, nr_cpus: u32) -> Task {
         lb_seq: 0,
         last_cpu: Some(cpu),
         cache_debt_ns: 0,
+        preferred_llc: None,
+        cache_work_pending: false,
         lat_start: vec![],
         stats: TaskStats::default(),
     }
@@ -356,7 +358,7 @@ fn nr_idle_scan_bounds_the_llc_scan() {
     assert_eq!(run(0, false), SelectReason::SisIdleCpu(5), "NO_SIS_UTIL: unbounded");
     // The zero-initialised objects of a fresh domain build scan nothing.
     let fresh = LlcShared::for_domains(&Topology::smp(8).build_domains());
-    assert_eq!(fresh, vec![LlcShared { has_idle_cores: false, nr_idle_scan: 0 }]);
+    assert_eq!(fresh, vec![LlcShared { has_idle_cores: false, nr_idle_scan: 0, util_avg: 0, capacity: 0 }]);
 }
 
 // ---- (5) wake_wide ----------------------------------------------------------------------------

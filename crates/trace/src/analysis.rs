@@ -34,11 +34,15 @@ pub struct Filter {
     /// Exact task name (as the trace shows it: at most 15 bytes).
     pub comm: Option<String>,
     pub pid: Option<u32>,
+    /// Further names that match as `comm` does, for a workload whose tasks carry several
+    /// (schbench's message and worker threads, netperf and its netserver).
+    pub also_comms: Vec<String>,
 }
 
 impl Filter {
     pub fn matches(&self, pid: u32, comm: &str) -> bool {
-        self.pid.is_none_or(|p| p == pid) && self.comm.as_deref().is_none_or(|c| c == comm)
+        self.pid.is_none_or(|p| p == pid)
+            && self.comm.as_deref().is_none_or(|c| c == comm || self.also_comms.iter().any(|a| a == comm))
     }
 
     pub fn is_empty(&self) -> bool {

@@ -290,7 +290,7 @@ fn reads_a_real_kernel_trace() {
     assert_eq!(total, 2 * an.span_ns());
     let table = an.latency_table();
     assert!(table.contains("  Task                  |   Runtime ms  | Switches | Avg delay ms"), "{table}");
-    let wc = analyze(text.as_bytes(), schedtrace::Filter { comm: Some("wc".into()), pid: None }).unwrap();
+    let wc = analyze(text.as_bytes(), schedtrace::Filter { comm: Some("wc".into()), ..Default::default() }).unwrap();
     assert!(wc.nr_switches > 0 && wc.nr_switches < an.nr_switches);
     assert!(wc.tasks.iter().all(|t| t.comm == "wc"));
 }

@@ -108,7 +108,7 @@ fn kernel_format_trace_gives_back_the_figures_within_rounding() {
         let intervals = t.stats.nr_switches;
         assert!(a.runtime_ns.abs_diff(t.sum_exec_runtime_ns) <= intervals * 1000, "{}", t.comm);
     }
-    let filtered = analyze(bytes.as_slice(), Filter { comm: Some("worker-b".into()), pid: None }).unwrap();
+    let filtered = analyze(bytes.as_slice(), Filter { comm: Some("worker-b".into()), ..Default::default() }).unwrap();
     assert_eq!(filtered.tasks.len(), 1);
     assert_eq!(filtered.nr_switches, r.tasks[1].stats.nr_switches);
     assert_eq!(filtered.nr_wakeups, r.tasks[1].stats.nr_wakeups);

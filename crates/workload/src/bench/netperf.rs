@@ -31,8 +31,10 @@ use super::prog::Prog;
 use super::{BenchParams, Better, Built, MetricSpec, View, WorkloadError, not_modelled, usage};
 
 const BENCH: &str = "netperf";
-pub(crate) const MARK_START: u16 = 0;
-pub(crate) const COUNT_TXN: u16 = 0;
+/// Mark id of the start of the test (local).
+pub const MARK_START: u16 = 0;
+/// Count id of the first client's transactions; client k counts at `COUNT_TXN + k`.
+pub const COUNT_TXN: u16 = 0;
 /// Send and receive socket sizes netperf reports on a default Linux loopback run.
 /// Local/remote send socket size.
 pub const SOCKET_SEND: u32 = 16_384;

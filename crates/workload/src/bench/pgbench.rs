@@ -33,9 +33,12 @@ use super::prog::Prog;
 use super::{BenchParams, Better, Built, MetricSpec, View, WorkloadError, not_modelled, usage};
 
 const BENCH: &str = "pgbench";
-pub(crate) const MARK_START: u16 = 0;
-pub(crate) const MARK_END: u16 = 1;
-pub(crate) const COUNT_TXN: u16 = 0;
+/// Mark id of the first thread's start (local).
+pub const MARK_START: u16 = 0;
+/// Mark id of the last result of a `-t` run.
+pub const MARK_END: u16 = 1;
+/// Count id of the transactions.
+pub const COUNT_TXN: u16 = 0;
 /// pgbench user-mode work per transaction (result processing, next query) **\[estimate\]**.
 pub const CLIENT_NS: u64 = 8_000;
 /// The PostgreSQL version printed in the first line.

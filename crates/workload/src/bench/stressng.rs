@@ -31,8 +31,10 @@ use super::prog::Prog;
 use super::{BenchParams, Better, Built, MetricSpec, View, WorkloadError, not_modelled, usage};
 
 const BENCH: &str = "stress-ng";
-pub(crate) const MARK_START: u16 = 0;
-pub(crate) const COUNT_CALLS: u16 = 0;
+/// Mark id of a worker's start (local).
+pub const MARK_START: u16 = 0;
+/// Count id of the method calls of all workers.
+pub const COUNT_CALLS: u16 = 0;
 /// CPU time of one method call **\[estimate\]** (the `all` method round-robins ~85 methods).
 pub const CALL_NS: u64 = 100_000;
 /// Normalised bogo ops per second of CPU time.
