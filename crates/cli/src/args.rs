@@ -172,11 +172,12 @@ pub struct BenchArgs {
     /// Simulated seconds per case.
     #[arg(long, default_value_t = 5)]
     pub seconds: u64,
-    /// Only run cases whose name contains this.
+    /// Only run cases whose name (for the scaling series: "SERIES SIZE") contains this.
     #[arg(long)]
     pub only: Option<String>,
-    /// Also run the scaling series (tasks 10..10,000 on smp:4; 32..512 CPUs with 1000 tasks)
-    /// and print each case's CPU time per event as a ratio to the smallest of its series.
+    /// Also run the scaling series (tasks 10..10,000 on smp:4; 2..512 CPUs with 1000 tasks;
+    /// 1..100 simulated s) and print each case's CPU time per event as a ratio to the smallest
+    /// of its series, with the process's peak RSS per case.
     #[arg(long)]
     pub scaling: bool,
 }
