@@ -1,6 +1,7 @@
 //! Tasks: identity, core scheduler state (`task_struct` fields outside the entity), program
 //! position and per-task statistics named as `/proc/<pid>/sched` names them.
 
+use crate::cpumask::CpuMask;
 use crate::stats::CompactHistogram;
 
 /// Index of a task in the simulation (dense, stable for the whole run).
@@ -89,8 +90,8 @@ pub struct Task {
     pub state: TaskState,
     /// `task_cpu(p)`.
     pub cpu: u32,
-    /// `p->cpus_mask` as a sorted list, and its length `nr_cpus_allowed`.
-    pub allowed: Vec<u32>,
+    /// `p->cpus_mask`; its weight is `nr_cpus_allowed`.
+    pub allowed: CpuMask,
     pub pc: u32,
     pub step: Step,
     pub loop_counters: Vec<u32>,
@@ -121,6 +122,6 @@ pub struct Task {
 
 impl Task {
     pub fn allows(&self, cpu: u32) -> bool {
-        self.allowed.binary_search(&cpu).is_ok()
+        self.allowed.contains(cpu)
     }
 }
