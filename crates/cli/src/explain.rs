@@ -353,8 +353,9 @@ pub fn explain(a: &ExplainArgs) -> anyhow::Result<()> {
     }
 
     // Walk both streams in lockstep.
-    let mut rb = readers.pop().expect("two readers");
-    let mut ra = readers.pop().expect("two readers");
+    let (Some(mut rb), Some(mut ra)) = (readers.pop(), readers.pop()) else {
+        anyhow::bail!("explain: internal error: the two variants' runs were not started");
+    };
     let mut context: VecDeque<Rec> = VecDeque::with_capacity(a.context + 1);
     let mut matched = 0u64;
     let mut last_ts = 0u64;
@@ -412,6 +413,7 @@ pub fn explain(a: &ExplainArgs) -> anyhow::Result<()> {
             );
         }
         Some((x, y, after)) => {
+            #[allow(clippy::expect_used, reason = "a divergence is recorded only where a side has a decision")]
             let first = x.or(*y).expect("one side has a record");
             let _ = writeln!(
                 out,

@@ -240,6 +240,7 @@ impl Progress {
         };
         let bar = ProgressBar::with_draw_target(Some(0), target);
         bar.set_style(
+            #[allow(clippy::expect_used, reason = "the template is a literal, rendered by every sweep test")]
             ProgressStyle::with_template("{bar:30} {pos}/{len} runs  {elapsed_precise} eta {eta}  {msg}")
                 .expect("valid template"),
         );
@@ -307,7 +308,9 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<()> {
         return user(format!("--min-effect: {} is not a non-negative percentage", a.min_effect));
     }
     let opts = CompareOptions { alpha: a.alpha, min_effect_pct: a.min_effect };
-    let format = Format::parse(&a.format).expect("clap checked the format");
+    let Some(format) = Format::parse(&a.format) else {
+        return user(format!("--format: unknown format `{}`", a.format));
+    };
     let run_flags = [
         ("--topology", !a.topology.is_empty()),
         ("--runs", a.runs.is_some()),

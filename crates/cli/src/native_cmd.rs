@@ -137,7 +137,10 @@ pub fn host_kernel_config() -> anyhow::Result<sim::config::SchedConfig> {
     if let Some(note) = m.note() {
         eprintln!("schedlab: {note}");
     }
-    let mut cfg = sim::kernel::preset(m.preset).expect("a preset from KERNELS").config();
+    let Some(preset) = sim::kernel::preset(m.preset) else {
+        anyhow::bail!("--kernel host: the host maps to preset `{}`, which is not in the preset table", m.preset);
+    };
+    let mut cfg = preset.config();
     let h = native::host::host_sched();
     if let Some(hz) = h.hz {
         cfg.hz = hz;

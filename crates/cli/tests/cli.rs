@@ -1,4 +1,5 @@
 //! The `schedlab` binary as a user runs it: output, determinism, and bad input.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
 
 use std::path::PathBuf;
 use std::process::{Command, Output};

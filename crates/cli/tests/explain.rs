@@ -1,4 +1,5 @@
 //! `schedlab explain`: the first divergent decision between two variants, and why.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
 
 use std::path::PathBuf;
 use std::process::{Command, Output};

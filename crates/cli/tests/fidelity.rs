@@ -1,4 +1,5 @@
 //! `schedlab fidelity` as a user runs it: the shipped ground truth, a subset, JSON, bad input.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
 
 use std::path::PathBuf;
 use std::process::{Command, Output};

@@ -1,5 +1,6 @@
 //! A run that does not finish its benchmark fails loudly: exit 3, a line saying what cut it and
 //! how far it got, `metric.value: null` in JSON, and no statistics in `compare` or `sweep`.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
 
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};

@@ -1,4 +1,5 @@
 //! The lab commands as a user runs them: `kernels`, `patches`, `compare`, `sweep`, `merge`.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -1,5 +1,6 @@
 //! `schedlab native`, `validate` and `calibrate` on the real kernel of the machine the tests run
 //! on (a 2-CPU VM in CI). Short runs: they check structure and consistency, not speed.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

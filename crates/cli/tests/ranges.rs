@@ -1,5 +1,6 @@
 //! Numbers from the user are range-checked where they enter: one line naming the input, exit 2,
 //! never a panic and never a run on wrapped arithmetic.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
 
 use std::path::PathBuf;
 use std::process::{Command, Output};

@@ -1,6 +1,7 @@
 //! `schedlab report`: a self-contained HTML report from `run --json` files or a results
 //! database, checked as text and rendered by a real browser (headless Chromium, which .ci/run
 //! installs).
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -1,6 +1,7 @@
 //! `schedlab run --trace` and `schedlab analyze`: a simulated run's trace gives back the run's
 //! counters, traces are byte-identical for a seed, the Perfetto trace decodes to the same
 //! events as the text one, and bad input exits with 2.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

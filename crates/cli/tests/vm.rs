@@ -5,6 +5,7 @@
 //! Needs qemu-system-x86, busybox-static, rt-tests and apt access to Debian trixie's
 //! linux-image-6.12.117+deb13-amd64 (`.ci/run` installs and fetches them). Without them the
 //! test fails with the command's own message saying what to install: it does not skip.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -582,6 +582,10 @@ fn store_seeds() -> Vec<Vec<u8>> {
     vec![DB.get_or_init(real_store).clone()]
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "the seed store is built from a constant plan; a failure is a harness bug, shown at once"
+)]
 fn real_store() -> Vec<u8> {
     struct Quiet;
     impl lab::sweep::SweepProgress for Quiet {

@@ -1,5 +1,6 @@
 //! The bounded CI slice of fuzzing and swarm testing: every parser target for a few seconds,
 //! then random simulations for a few more. Long sessions: `schedlab-fuzz` (see the README).
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
 
 use std::time::{Duration, Instant};
 

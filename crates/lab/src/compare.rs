@@ -257,12 +257,14 @@ pub fn build(samples: &[Sample], sel: &Selection, opts: CompareOptions) -> Resul
                 name: name.to_string(),
                 spec: spec.to_string(),
                 seeds: runs.iter().map(|s| s.key.seed).collect(),
+                #[allow(clippy::expect_used, reason = "an arm is built only from a non-empty group of runs")]
                 summary: Summary::of(&values).expect("non-empty"),
                 values,
                 counters,
             }))
         };
         let Some(base) = arm_of(&sel.base.0, &sel.base.1, None)? else { continue };
+        #[allow(clippy::expect_used, reason = "arm_of returned the base arm, so the group has base runs")]
         let first = in_group.iter().find(|s| s.variant == sel.base.0).expect("base has runs");
         let (metric, better) = (first.record.metric_name.clone(), first.record.better);
         if let Some(odd) = in_group.iter().find(|s| s.record.metric_name != metric) {

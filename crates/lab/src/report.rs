@@ -666,5 +666,7 @@ fn render_json(c: &Comparison) -> String {
         variants: &c.variants,
         groups: c.groups.iter().map(json_group).collect(),
     };
-    serde_json::to_string_pretty(&doc).expect("a comparison serialises") + "\n"
+    #[allow(clippy::expect_used, reason = "a serde_json::Value always serialises")]
+    let json = serde_json::to_string_pretty(&doc).expect("a comparison serialises");
+    json + "\n"
 }

@@ -1,6 +1,7 @@
 //! Load balancing against the real kernels (ground truth `fair_3on2`, `fair_nice` on 2 vCPUs,
 //! `../shared/ground-truth/qemu-2vcpu/summary.csv`) and the SIS_UTIL toggle, every run with
 //! the invariant checker on (which includes "no task outside its affinity").
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
 
 use std::path::PathBuf;
 

@@ -1,5 +1,6 @@
 //! The comparison: the significance rule on synthetic samples, and end-to-end determinism on the
 //! rt-app examples (identical output on 1 and several threads).
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;

@@ -1,4 +1,5 @@
 //! The fidelity scoreboard: reading the ground-truth format, and scoring a model run.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
 
 use std::path::{Path, PathBuf};
 

@@ -3,6 +3,7 @@
 //! ground-truth line (`../shared/ground-truth/qemu-2vcpu/summary.csv`) or the kernel-source
 //! reason for the direction. Toggles that cannot act in a single-root-group, fair-only model
 //! are listed in `INERT` with the reason, and checked to be inert, so none is skipped silently.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
 
 use lab::runner::{CounterRecord, RunRequest, run_one};
 use lab::spec;

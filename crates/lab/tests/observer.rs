@@ -1,5 +1,6 @@
 //! The simulator's progress observer: called every N events with the simulated time, and
 //! unable to change the run.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
 
 use std::sync::{Arc, Mutex};
 

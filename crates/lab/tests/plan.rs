@@ -1,4 +1,5 @@
 //! Plan files: what they describe, and errors that name the file, the line and the field.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
 
 use std::path::PathBuf;
 

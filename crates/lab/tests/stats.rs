@@ -1,6 +1,7 @@
 //! The statistics against published values: R's `t.test` on Student's sleep data (Cushny &
 //! Peebles), the three Welch examples of the Wikipedia article "Welch's t-test" (values to 3
 //! significant digits there; the digits below are R's / SciPy's), and statrs' one-sample test.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
 
 use lab::stats::{Summary, TestKind, median, paired_t, quantile, welch_t};
 use statrs::stats_tests::ttest_onesample::ttest_onesample;

@@ -1,5 +1,6 @@
 //! Sweeps into the results store: interrupted sweeps keep their runs, reruns do only what is
 //! missing, and shards merged equal one unsharded sweep.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

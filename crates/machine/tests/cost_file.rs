@@ -1,4 +1,5 @@
 //! Cost files for `--cost-file`.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
 
 use machine::{MachineError, load_cost_file, parse_cost_toml};
 

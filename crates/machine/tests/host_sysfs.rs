@@ -1,4 +1,5 @@
 //! The host reader against fake sysfs trees, and a smoke test against the real `/sys`.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
 
 use std::path::{Path, PathBuf};
 

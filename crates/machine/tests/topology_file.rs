@@ -1,5 +1,6 @@
 //! Topology files: both forms parse, and every kind of mistake is reported with the file, the
 //! line and the key.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
 
 use machine::{MachineError, load_topology_file, parse_topology_toml};
 use sim::topology::DomainLevel;

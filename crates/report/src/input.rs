@@ -100,7 +100,9 @@ pub fn load_db(path: &Path) -> Result<Input, lab::LabError> {
     }
     variants.retain(|(name, _)| runs.iter().any(|r| r.variant_name == *name));
     let samples: Vec<Sample> = runs.into_iter().map(Sample::from).collect();
-    let (base, rest) = variants.split_first().expect("runs have variants");
+    let Some((base, rest)) = variants.split_first() else {
+        return Err(lab::LabError::Input("the results hold no runs with a variant".into()));
+    };
     let sel = Selection { base: base.clone(), variants: rest.to_vec() };
     let comparison = compare::build(&samples, &sel, OPTIONS)?;
     let reproduce = comparison.reproduce();

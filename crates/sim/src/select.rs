@@ -797,6 +797,7 @@ impl<'a> SelectCtx<'a> {
             let child_is_cluster =
                 level.and_then(|l| l.checked_sub(1)).is_some_and(|c| list[c].flags & SD_CLUSTER != 0);
             if child_is_cluster {
+                #[allow(clippy::expect_used, reason = "the topology builder gives every domain at least one group")]
                 let sg = domains.groups(sd).next().expect("a domain has groups");
                 for cpu in wrap(sg, target.wrapping_add(1)) {
                     if !cpus.contains(cpu) {

@@ -9,7 +9,9 @@ pub struct LatencyHistogram(Histogram<u64>);
 impl Default for LatencyHistogram {
     fn default() -> Self {
         // 1 ns .. 1000 s at 3 significant digits.
-        LatencyHistogram(Histogram::new_with_bounds(1, 1_000_000_000_000, 3).expect("static bounds"))
+        #[allow(clippy::expect_used, reason = "constant, valid bounds")]
+        let h = Histogram::new_with_bounds(1, 1_000_000_000_000, 3).expect("static bounds");
+        LatencyHistogram(h)
     }
 }
 
@@ -28,6 +30,7 @@ impl LatencyHistogram {
         self.0.saturating_record(ns.max(1));
     }
     pub fn add(&mut self, other: &LatencyHistogram) {
+        #[allow(clippy::expect_used, reason = "every LatencyHistogram has the same constant bounds")]
         self.0.add(&other.0).expect("same bounds");
     }
     pub fn len(&self) -> u64 {

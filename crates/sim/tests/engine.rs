@@ -1,5 +1,6 @@
 //! End-to-end behaviour of the engine: fairness by weight, determinism, invariants under mixed
 //! workloads, and the preemption models.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
 
 use sim::config::{Limits, PreemptModel, SchedConfig};
 use sim::engine::{Sim, SimReport, SimSetup, StopReason};

@@ -1,5 +1,6 @@
 //! IPC through the engine: pipes, unix and TCP sockets, futexes, eventfds, poll/epoll, spawn and
 //! wait, all with the invariant checker on.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
 
 use sim::config::{Limits, SchedConfig};
 use sim::engine::{Sim, SimReport, SimSetup, StopReason};

@@ -1,6 +1,7 @@
 //! CPU selection (`sim::select`, spec §5.1–§5.6, §6.4, §6.5) on hand-built runqueue
 //! snapshots over real topologies: every expected CPU below is derived by hand from the
 //! kernel's rules, and the comments say how.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
 
 use sim::config::Behavior;
 use sim::fair::wf;

@@ -136,6 +136,7 @@ impl<W: Write> PerfettoWriter<W> {
         self.buf.clear();
         // Field 1 of Trace, wire type 2 (length-delimited).
         self.buf.push(0x0a);
+        #[allow(clippy::expect_used, reason = "encoding into a Vec cannot run out of space")]
         packet.encode_length_delimited(&mut self.buf).expect("a Vec grows");
         self.out.write_all(&self.buf)?;
         self.packets += 1;

@@ -1,5 +1,6 @@
 //! The writers' exact output for each event, the reader on real kernel lines, and a simulated
 //! run's trace analysed back into the run's own figures.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
 
 use prost::Message;
 use schedtrace::proto::{self, Trace, ftrace_event::Event as PE};

@@ -1,5 +1,6 @@
 //! A simulated run's trace, read back, gives the run's own counters: exactly with nanosecond
 //! timestamps, within the microsecond rounding with the kernel's format.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
 
 use schedtrace::{
     Analysis, Filter, FtraceTextWriter, PerfettoWriter, Precision, SharedSink, TextOptions, TraceHeader, analyze,

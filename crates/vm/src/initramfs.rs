@@ -28,12 +28,14 @@ pub fn is_static_elf(bytes: &[u8]) -> bool {
         return false;
     }
     let u16at = |o: usize| u16::from_le_bytes([bytes[o], bytes[o + 1]]) as usize;
-    let phoff = u64::from_le_bytes(bytes[0x20..0x28].try_into().unwrap()) as usize;
+    let mut phoff8 = [0u8; 8];
+    phoff8.copy_from_slice(&bytes[0x20..0x28]);
+    let phoff = u64::from_le_bytes(phoff8) as usize;
     let (phentsize, phnum) = (u16at(0x36), u16at(0x38));
     (0..phnum).all(|i| {
         let o = phoff + i * phentsize;
         // PT_INTERP = 3
-        bytes.get(o..o + 4).is_some_and(|t| u32::from_le_bytes(t.try_into().unwrap()) != 3)
+        bytes.get(o..o + 4).is_some_and(|t| u32::from_le_bytes([t[0], t[1], t[2], t[3]]) != 3)
     })
 }
 

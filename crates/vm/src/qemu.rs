@@ -101,8 +101,12 @@ pub fn boot(mut cmd: Command, timeout: Duration, echo: &(dyn Fn(&str) + Sync)) -
     crate::cleanup::register_pid(pid);
     let lines = Arc::new(Mutex::new(Vec::<String>::new()));
     let first_mark = Arc::new(Mutex::new(None::<f64>));
-    let stdout = child.stdout.take().expect("piped stdout");
-    let stderr = child.stderr.take().expect("piped stderr");
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        crate::cleanup::unregister_pid(pid);
+        return Err(VmError::System("qemu started without its piped output".into()));
+    };
     let result = std::thread::scope(|s| {
         let (l, fm) = (lines.clone(), first_mark.clone());
         s.spawn(move || {
@@ -112,16 +116,18 @@ pub fn boot(mut cmd: Command, timeout: Duration, echo: &(dyn Fn(&str) + Sync)) -
                 let line = String::from_utf8_lossy(&buf).trim_end_matches(['\r', '\n']).to_string();
                 buf.clear();
                 if line.starts_with(MARK) {
-                    fm.lock().unwrap().get_or_insert(start.elapsed().as_secs_f64());
+                    fm.lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .get_or_insert(start.elapsed().as_secs_f64());
                 }
                 echo(&line);
-                l.lock().unwrap().push(line);
+                l.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(line);
             }
         });
         let l = lines.clone();
         s.spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                l.lock().unwrap().push(format!("qemu: {line}"));
+                l.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(format!("qemu: {line}"));
             }
         });
         loop {
@@ -144,7 +150,7 @@ pub fn boot(mut cmd: Command, timeout: Duration, echo: &(dyn Fn(&str) + Sync)) -
     });
     crate::cleanup::unregister_pid(pid);
     let timed_out = result?;
-    let lines = std::mem::take(&mut *lines.lock().unwrap());
-    let boot_secs = *first_mark.lock().unwrap();
+    let lines = std::mem::take(&mut *lines.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+    let boot_secs = *first_mark.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     Ok(Boot { lines, boot_secs, total_secs: start.elapsed().as_secs_f64(), timed_out })
 }

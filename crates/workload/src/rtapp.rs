@@ -1192,7 +1192,9 @@ impl Cx<'_> {
             let message = format!("more than {} loops in one task", u16::MAX);
             return Err(self.invalid(path, key_end, message));
         };
-        let target = u32::try_from(start).expect("programs are far shorter than 2^32 ops");
+        let Ok(target) = u32::try_from(start) else {
+            return Err(self.invalid(path, key_end, format!("a task program longer than {} operations", u32::MAX)));
+        };
         program.ops.push(Op::Loop { target, slot, count });
         program.nr_slots = nr_slots;
         Ok(())
@@ -1213,6 +1215,7 @@ fn event_op(event: &Event, timers: &[(&str, bool)]) -> Op {
         Event::Yield => Op::Yield,
         Event::Timer { ref name, period_ns, .. } => {
             let slot = timers.iter().position(|(n, _)| n == name);
+            #[allow(clippy::expect_used, reason = "timer_table() lists every timer an event names")]
             let slot = slot.expect("timer_table() lists every ref");
             // timer_table() has at most u16::MAX entries (checked in `program`).
             Op::Timer { slot: slot as u16, period_ns, absolute: timers[slot].1 }

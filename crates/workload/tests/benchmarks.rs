@@ -1,6 +1,7 @@
 //! The benchmark models through their public API: command lines in (real flags, defaults,
 //! rejected flags), task programs and objects out, and the real tools' output lines from a
 //! hand-made `SimReport`.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
 
 use sim::config::{Limits, SchedConfig};
 use sim::engine::{MarkStat, Sim, SimReport, SimSetup, StopReason};

@@ -1,4 +1,5 @@
 //! Inputs that once broke the engine, run end to end with every invariant checked.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
 
 use std::path::Path;
 

@@ -1,5 +1,6 @@
 //! The rt-app importer through its public API: JSON text in, task programs or one-line errors
 //! out.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
 
 use std::path::Path;
 

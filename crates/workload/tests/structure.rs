@@ -2,6 +2,7 @@
 //! tool's source: how many tasks, how many wakeups per operation, the WF_SYNC share, and which
 //! wakes come from interrupt context. The expectations come from the spec, not from running
 //! the code and copying its output.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
 
 use sim::config::{Limits, SchedConfig};
 use sim::engine::{Sim, SimReport, SimSetup, StopReason};

@@ -75,6 +75,10 @@ impl Sim {
     /// switch has already started the next step).
     fn finish_step(&mut self, cpu: u32) -> bool {
         let rq = &mut self.rqs[cpu as usize];
+        #[allow(
+            clippy::expect_used,
+            reason = "a step event is posted only for a CPU running a task and cancelled when it stops"
+        )]
         let t = rq.curr.expect("a step runs on a busy CPU");
         if rq.in_prologue {
             // The end of the switch-in path: back to wherever the task was. Returning to user

@@ -390,6 +390,7 @@ impl Sim {
 
     /// The end of `fork`/`clone` in `parent` on `cpu`.
     fn ipc_spawn(&mut self, cpu: u32, parent: TaskId, spec: u32) {
+        #[allow(clippy::expect_used, reason = "Sim::new validated every spawned task spec")]
         let child = self.create_task(spec, Some(parent)).expect("Sim::new validated spawned CPU lists");
         let (flips, last, decay) = {
             let p = &self.tasks[parent.idx()];

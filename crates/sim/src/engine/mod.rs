@@ -455,7 +455,9 @@ impl Sim {
         self.trace = Some(sink);
         let mut sink_out = None;
         let result = self.run_loop(&mut sink_out);
-        (result, sink_out.expect("run_loop hands the sink back on every path"))
+        #[allow(clippy::expect_used, reason = "run_loop hands the sink back on every path")]
+        let sink = sink_out.expect("run_loop hands the sink back on every path");
+        (result, sink)
     }
 
     /// Runs to the first limit (or until every task has exited) and returns the report.
@@ -475,6 +477,7 @@ impl Sim {
             if self.events >= self.limits.max_events {
                 break StopReason::EventLimit;
             }
+            #[allow(clippy::expect_used, reason = "the queue was peeked non-empty just above")]
             let (at, ev) = self.queue.pop().expect("peeked");
             assert!(at.0 >= self.now, "time went backwards: {} < {}", at.0, self.now);
             self.now = at.0;

@@ -150,6 +150,7 @@ impl Sim {
             if key.0 > self.now {
                 break;
             }
+            #[allow(clippy::expect_used, reason = "the key was read from the same map just above")]
             let (t, generation) = rq.timers.remove(&key).expect("present");
             let task = &mut self.tasks[t.idx()];
             if task.timer_gen != generation {

@@ -87,6 +87,7 @@ impl Sim {
             let f = Fair::new(&mut self.rqs[cpu as usize].cfs, &mut self.ents, &self.params, now);
             (eevdf_state(&f, curr), eevdf_state(&f, wakee))
         };
+        #[allow(clippy::expect_used, reason = "the caller checked that tracing is on")]
         let sink = self.trace.as_mut().expect("checked");
         let ev = TraceEvent::WakeupPreempt {
             curr: tref(&self.tasks, curr),

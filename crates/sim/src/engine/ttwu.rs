@@ -169,6 +169,7 @@ impl Sim {
             return;
         }
         let need_full = rq.need_resched == Resched::Full;
+        #[allow(clippy::expect_used, reason = "rq.curr was checked to be Some just above")]
         let curr = rq.curr.expect("checked above");
         let mut f = self.fair(cpu);
         let verdict = f.wakeup_preempt_fair(p, wake_flags, need_full, in_task);

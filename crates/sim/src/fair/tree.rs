@@ -99,7 +99,9 @@ impl Timeline {
             }
             None => {
                 self.nodes.push(node);
-                NodeIdx::try_from(self.nodes.len() - 1).expect("timeline arena exceeds u32")
+                #[allow(clippy::expect_used, reason = "tasks are limited far below 2^32 (setup checks)")]
+                let idx = NodeIdx::try_from(self.nodes.len() - 1).expect("timeline arena exceeds u32");
+                idx
             }
         };
         self.root = Some(self.insert_at(self.root, idx));
@@ -226,6 +228,7 @@ impl Timeline {
 
     /// Rotate `i`'s left child up, updating both nodes like the kernel's augmented rotate
     /// callback; returns the new subtree root.
+    #[allow(clippy::expect_used, reason = "a right rotation is applied only to a node with a left child (AVL)")]
     fn rotate_right(&mut self, i: NodeIdx) -> NodeIdx {
         let l = self.node(i).left.expect("rotate_right needs a left child");
         self.node_mut(i).left = self.node(l).right;
@@ -236,6 +239,7 @@ impl Timeline {
     }
 
     /// Mirror image of [`Self::rotate_right`].
+    #[allow(clippy::expect_used, reason = "a left rotation is applied only to a node with a right child (AVL)")]
     fn rotate_left(&mut self, i: NodeIdx) -> NodeIdx {
         let r = self.node(i).right.expect("rotate_left needs a right child");
         self.node_mut(i).right = self.node(r).left;
@@ -247,6 +251,7 @@ impl Timeline {
 
     /// Restore the AVL invariant at `i` after one of its subtrees changed height by at most
     /// one, and refresh its aggregates; returns the new subtree root.
+    #[allow(clippy::expect_used, reason = "a node with balance >= 2 has a left child and <= -2 a right child")]
     fn rebalance(&mut self, i: NodeIdx) -> NodeIdx {
         self.update(i);
         match self.balance(i) {
@@ -284,6 +289,10 @@ impl Timeline {
     /// Unlink `target` from subtree `sub`, splicing in its successor node (not its key, so
     /// every other handle stays valid); returns the new subtree root. Nothing is modified
     /// before the panic if `target` is absent.
+    #[allow(
+        clippy::expect_used,
+        reason = "removing an absent node is a caller bug; the oracle tests cover every caller"
+    )]
     fn remove_at(&mut self, sub: Option<NodeIdx>, target: NodeIdx) -> Option<NodeIdx> {
         let s = sub.expect("node in timeline");
         let (left, right) = (self.node(s).left, self.node(s).right);
@@ -345,6 +354,7 @@ impl NaiveTimeline {
         key.id
     }
 
+    #[allow(clippy::expect_used, reason = "the naive oracle removes only nodes it holds")]
     pub fn remove(&mut self, idx: NodeIdx) -> NodeKey {
         let pos = self.nodes.iter().position(|k| k.id == idx).expect("node in timeline");
         self.nodes.remove(pos)

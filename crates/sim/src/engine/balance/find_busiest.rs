@@ -62,6 +62,7 @@ impl Sim {
             }
             env.migration_type = MigrationType::Task;
             if busiest.group_weight == 1 || sds.prefer_sibling {
+                #[allow(clippy::expect_used, reason = "called only after find_busiest_group chose a busiest group")]
                 let (lc, bc) = (self.group(sds.local).cores, self.group(sds.busiest.expect("busiest")).cores);
                 env.imbalance = sibling_imbalance(env, lc, bc, busiest, local);
             } else {

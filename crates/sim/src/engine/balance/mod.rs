@@ -502,6 +502,7 @@ impl Sim {
             return rq.cfs.h_nr_queued == 0 && !rq.ttwu_pending();
         }
         let sd = &self.domains.of(env.this_cpu)[env.level];
+        #[allow(clippy::expect_used, reason = "the topology builder gives every domain at least one group")]
         let local = self.domains.groups(sd).next().expect("a domain has groups");
         let smt = self.domains.sched_smt_active() && sd.flags & SD_SHARE_CPUCAPACITY == 0;
         let mut idle_smt = None;
