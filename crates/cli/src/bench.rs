@@ -200,7 +200,9 @@ struct Measured {
 
 fn run_measured(mut cmd: Command) -> anyhow::Result<Measured> {
     let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
-    let (mut out, mut err) = (child.stdout.take().expect("piped"), child.stderr.take().expect("piped"));
+    let (Some(mut out), Some(mut err)) = (child.stdout.take(), child.stderr.take()) else {
+        anyhow::bail!("no pipe to the child's output");
+    };
     // stderr on a thread so that neither pipe can fill up and stall the child.
     let err_thread = std::thread::spawn(move || {
         let mut s = String::new();

@@ -121,6 +121,12 @@ pub struct Task {
 }
 
 impl Task {
+    /// The lowest CPU of the affinity mask, which is never empty (`create_task` refuses an
+    /// empty list); the task's CPU if it were.
+    pub fn first_allowed(&self) -> u32 {
+        self.allowed.first().unwrap_or(self.cpu)
+    }
+
     pub fn allows(&self, cpu: u32) -> bool {
         self.allowed.contains(cpu)
     }

@@ -403,6 +403,9 @@ impl Sim {
             }
             None => crate::cpumask::CpuMask::full(ncpus),
         };
+        let Some(first_cpu) = allowed.first() else {
+            return Err(format!("task `{}`: empty CPU list", spec.comm));
+        };
         let id = TaskId(self.tasks.len() as u32);
         let nr_lat = spec
             .ops
@@ -422,7 +425,7 @@ impl Sim {
             nice: spec.nice,
             spec: spec_idx,
             state: TaskState::New,
-            cpu: allowed.first().expect("checked non-empty"),
+            cpu: first_cpu,
             allowed,
             pc: 0,
             step: Step::Next,

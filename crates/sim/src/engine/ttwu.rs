@@ -78,7 +78,7 @@ impl Sim {
             }
             placement.cpu
         } else {
-            task.allowed.first().expect("a task has a CPU")
+            task.first_allowed()
         };
         if cpu != prev_cpu {
             wake_flags |= wf::MIGRATED;
@@ -235,8 +235,7 @@ impl Sim {
         // The parent is the spawning task, or, for tasks a workload starts at a given time, the
         // workload's launcher outside the model, taken to be on the task's first CPU.
         let parent = self.tasks[p.idx()].parent;
-        let parent_cpu = parent
-            .map_or(self.tasks[p.idx()].allowed.first().expect("a task has a CPU"), |pp| self.tasks[pp.idx()].cpu);
+        let parent_cpu = parent.map_or(self.tasks[p.idx()].first_allowed(), |pp| self.tasks[pp.idx()].cpu);
         let task = &mut self.tasks[p.idx()];
         task.state = TaskState::Waking;
         task.recent_used_cpu = task.cpu;
@@ -244,7 +243,7 @@ impl Sim {
             let prev = task.cpu;
             self.select_task_rq(p, prev, parent_cpu, None, wf::FORK).cpu
         } else {
-            task.allowed.first().expect("a task has a CPU")
+            task.first_allowed()
         };
         self.tasks[p.idx()].cpu = cpu;
         let mut f = self.fair(cpu);
