@@ -39,9 +39,7 @@ fn compare(dir: &Path, code: i32, pairs: &str) -> Output {
 #[test]
 fn compare_scxsim_runs_interleaved_pairs_and_prints_the_ratio() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = stand_in(dir.path(), 0);
-    let o =
-        schedlab(&["bench", "--only", "scxsim rtapp-4cpu", "--compare-scxsim", exe.to_str().unwrap(), "--pairs", "3"]);
+    let o = compare(dir.path(), 0, "3");
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{out}\n{}", String::from_utf8_lossy(&o.stderr));
     let row = out.lines().find(|l| l.starts_with("rtapp-4cpu-16t-10s")).unwrap_or_else(|| panic!("{out}"));
@@ -60,9 +58,7 @@ fn compare_scxsim_runs_interleaved_pairs_and_prints_the_ratio() {
 #[test]
 fn compare_scxsim_failures_name_the_side() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = stand_in(dir.path(), 1);
-    let o =
-        schedlab(&["bench", "--only", "scxsim rtapp-4cpu", "--compare-scxsim", exe.to_str().unwrap(), "--pairs", "1"]);
+    let o = compare(dir.path(), 1, "1");
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("scxsim failed: scheduler boom"), "{err}");
