@@ -1,5 +1,6 @@
 //! `schedlab bench --compare-scxsim`: the pairing, the interleaving and the ratio, against a
 //! stand-in executable that checks the arguments scxsim would get and logs each call.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
