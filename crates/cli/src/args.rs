@@ -187,13 +187,24 @@ pub struct BenchArgs {
     /// Simulated seconds per case.
     #[arg(long, default_value_t = 5)]
     pub seconds: u64,
-    /// Only run cases whose name contains this.
+    /// Only run cases whose name (for the scaling series: "scaling SERIES SIZE") contains this.
     #[arg(long)]
     pub only: Option<String>,
-    /// Also run the scaling series (tasks 10..10,000 on smp:4; 32..512 CPUs with 1000 tasks)
-    /// and print each case's CPU time per event as a ratio to the smallest of its series.
+    /// Also run the scaling series (tasks 10..10,000 on smp:4; 2..512 CPUs with 1000 tasks;
+    /// 1..100 simulated s) and print each case's CPU time per event as a ratio to the smallest
+    /// of its series, with the process's peak RSS per case.
     #[arg(long)]
     pub scaling: bool,
+    /// Also run an installed scxsim (sched-ext/scx `simulator.v3`, `rust/scx_simulator`) and
+    /// schedlab on the same rt-app files in interleaved pairs and print the CPU-time ratio.
+    #[arg(long, value_name = "PATH")]
+    pub compare_scxsim: Option<std::path::PathBuf>,
+    /// Pairs per input for `--compare-scxsim` (the median is printed).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub pairs: u32,
+    /// Internal: run case N of the list in this process and print its figures.
+    #[arg(long, hide = true)]
+    pub child_case: Option<usize>,
 }
 
 /// The commands whose last positional argument is a workload with its own flags.

@@ -4,7 +4,7 @@
 
 mod analyze;
 mod args;
-mod bench_cmd;
+mod bench;
 mod explain_cmd;
 mod fidelity;
 mod lab_cmd;
@@ -35,7 +35,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Run(a) => run::run(a),
         Command::Features(a) => features(a),
-        Command::Bench(a) => bench_cmd::bench(a),
+        Command::Bench(a) => bench::bench(a),
         Command::Analyze(a) => analyze::analyze(a),
         Command::Topology { command } => topology(command),
         Command::Compare(a) => lab_cmd::compare(a),

@@ -12,13 +12,11 @@
 //! - [`stats`]: medians, quantiles, paired and Welch t-tests;
 //! - [`compare`]: the A/B comparison and its significance rule;
 //! - [`report`]: the comparison as a terminal table, Markdown, CSV or JSON;
-//! - [`bench`]: the simulator's own throughput and memory on fixed cases;
 //! - [`explain`]: two variants' decision streams in lockstep, the first divergence and why.
 //!
 //! The lab touches files (plans, rt-app JSON, the database) and the wall clock (run timing);
 //! nothing it computes depends on the number of threads.
 
-pub mod bench;
 pub mod compare;
 pub mod explain;
 pub mod fidelity;

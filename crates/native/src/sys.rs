@@ -98,6 +98,33 @@ pub fn own_cpu_ns() -> u64 {
     get(libc::RUSAGE_SELF) + get(libc::RUSAGE_CHILDREN)
 }
 
+/// Waits for `child` (`wait4()`) and returns its exit status, its own CPU time (user +
+/// system, ns) and its peak resident size (`ru_maxrss`, KiB): the figures of that one process,
+/// where `RUSAGE_CHILDREN` would mix every child reaped so far. The `Child` must not be waited
+/// for again.
+pub fn wait_with_rusage(child: &std::process::Child) -> std::io::Result<(std::process::ExitStatus, u64, u64)> {
+    use std::os::unix::process::ExitStatusExt;
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    loop {
+        // SAFETY: wait4 writes an int status and a `struct rusage` through the two pointers,
+        // which point to a live int and a zero-initialised rusage.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, ru.as_mut_ptr()) };
+        if r == pid {
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+    // SAFETY: zero-initialised and, after a successful wait4, filled in.
+    let ru = unsafe { ru.assume_init() };
+    let tv = |t: libc::timeval| t.tv_sec.max(0) as u64 * 1_000_000_000 + t.tv_usec.max(0) as u64 * 1_000;
+    Ok((std::process::ExitStatus::from_raw(status), tv(ru.ru_utime) + tv(ru.ru_stime), ru.ru_maxrss.max(0) as u64))
+}
+
 /// Makes a real tool started by `cmd` die (SIGKILL) when the thread that spawns it ends, as the
 /// built-in workers do, so a SIGKILLed schedlab does not leave a benchmark running.
 pub fn die_with_parent(cmd: &mut std::process::Command) {

@@ -34,6 +34,7 @@
 //! ```
 
 pub mod config;
+pub mod cpumask;
 pub mod engine;
 pub mod event;
 pub mod fair;

@@ -31,6 +31,7 @@
 //!   without a cpuidle state like one of equal latency, comparing only `idle_stamp`).
 
 use crate::config::Behavior;
+use crate::cpumask::CpuMask;
 use crate::fair::wf;
 use crate::features::{Feature, FeatureSet};
 use crate::task::{Task, TaskId};
@@ -788,7 +789,7 @@ impl<'a> SelectCtx<'a> {
         }
 
         let span = domains.span(sd);
-        let mut cpus = CpuSet::new(span, |c| p.allows(c));
+        let mut cpus = CpuSet::new(span, &p.allowed);
         if cpus.is_empty() {
             return None;
         }
@@ -825,7 +826,7 @@ impl<'a> SelectCtx<'a> {
         }
 
         for cpu in wrap(span, target.wrapping_add(1)) {
-            if !cpus.contains(cpu) {
+            if !cpus.contains_span_cpu(cpu) {
                 continue;
             }
             if has_idle_core {
@@ -1192,31 +1193,44 @@ fn wrap(span: &[u32], start: u32) -> impl Iterator<Item = u32> + '_ {
     span[first..].iter().chain(&span[..first]).copied()
 }
 
-/// A mutable CPU mask over one domain span (`select_rq_mask`), tested by position.
+/// A mutable CPU mask over one domain span (`select_rq_mask` = span & `p->cpus_ptr`): the
+/// affinity bitmap read in place, and the CPUs taken out since (`cpumask_andnot`), so building
+/// it costs nothing however large the span is.
 struct CpuSet<'s> {
     span: &'s [u32],
-    member: Vec<bool>,
+    allowed: &'s CpuMask,
+    /// One bit per CPU removed, grown at the first removal.
+    removed: Vec<u64>,
 }
 
 impl<'s> CpuSet<'s> {
-    /// `cpumask_and(cpus, span, keep)` (include/linux/cpumask.h v7.3.4).
-    fn new(span: &'s [u32], keep: impl Fn(u32) -> bool) -> CpuSet<'s> {
-        CpuSet { span, member: span.iter().map(|&c| keep(c)).collect() }
+    /// `cpumask_and(cpus, span, p->cpus_ptr)` (include/linux/cpumask.h v7.3.4).
+    fn new(span: &'s [u32], allowed: &'s CpuMask) -> CpuSet<'s> {
+        CpuSet { span, allowed, removed: Vec::new() }
     }
-    /// `cpumask_empty()` (include/linux/cpumask.h v7.3.4).
+    /// `cpumask_empty()` (include/linux/cpumask.h v7.3.4), before any removal.
     fn is_empty(&self) -> bool {
-        !self.member.iter().any(|&m| m)
+        !self.span.iter().any(|&c| self.allowed.contains(c))
     }
-    /// `cpumask_test_cpu()` (include/linux/cpumask.h v7.3.4).
+    fn is_removed(&self, cpu: u32) -> bool {
+        self.removed.get(cpu as usize / 64).is_some_and(|w| w & (1 << (cpu % 64)) != 0)
+    }
+    /// `cpumask_test_cpu()` (include/linux/cpumask.h v7.3.4) for a CPU of the span.
+    fn contains_span_cpu(&self, cpu: u32) -> bool {
+        self.allowed.contains(cpu) && !self.is_removed(cpu)
+    }
+    /// `cpumask_test_cpu()` (include/linux/cpumask.h v7.3.4) for any CPU.
     fn contains(&self, cpu: u32) -> bool {
-        self.span.binary_search(&cpu).is_ok_and(|i| self.member[i])
+        self.contains_span_cpu(cpu) && self.span.binary_search(&cpu).is_ok()
     }
     /// `cpumask_andnot(self, self, cpus)` (include/linux/cpumask.h v7.3.4).
     fn remove_all(&mut self, cpus: &[u32]) {
-        for c in cpus {
-            if let Ok(i) = self.span.binary_search(c) {
-                self.member[i] = false;
+        for &c in cpus {
+            let w = c as usize / 64;
+            if self.removed.len() <= w {
+                self.removed.resize(w + 1, 0);
             }
+            self.removed[w] |= 1 << (c % 64);
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Tasks: identity, core scheduler state (`task_struct` fields outside the entity), program
 //! position and per-task statistics named as `/proc/<pid>/sched` names them.
 
+use crate::cpumask::CpuMask;
 use crate::stats::CompactHistogram;
 
 /// Index of a task in the simulation (dense, stable for the whole run).
@@ -89,8 +90,8 @@ pub struct Task {
     pub state: TaskState,
     /// `task_cpu(p)`.
     pub cpu: u32,
-    /// `p->cpus_mask` as a sorted list, and its length `nr_cpus_allowed`.
-    pub allowed: Vec<u32>,
+    /// `p->cpus_mask`; its weight is `nr_cpus_allowed`.
+    pub allowed: CpuMask,
     pub pc: u32,
     pub step: Step,
     pub loop_counters: Vec<u32>,
@@ -124,7 +125,13 @@ pub struct Task {
 }
 
 impl Task {
+    /// The lowest CPU of the affinity mask, which is never empty (`create_task` refuses an
+    /// empty list); the task's CPU if it were.
+    pub fn first_allowed(&self) -> u32 {
+        self.allowed.first().unwrap_or(self.cpu)
+    }
+
     pub fn allows(&self, cpu: u32) -> bool {
-        self.allowed.binary_search(&cpu).is_ok()
+        self.allowed.contains(cpu)
     }
 }

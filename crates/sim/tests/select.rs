@@ -23,7 +23,7 @@ fn task(id: u32, cpu: u32, nr_cpus: u32) -> Task {
         spec: id,
         state: TaskState::Blocked,
         cpu,
-        allowed: (0..nr_cpus).collect(),
+        allowed: sim::cpumask::CpuMask::full(nr_cpus),
         pc: 0,
         step: Step::Next,
         loop_counters: vec![],

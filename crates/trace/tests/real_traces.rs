@@ -20,7 +20,8 @@ fn real(name: &str) -> Analysis {
     let path = format!("{}/../../data/ground-truth/qemu-2vcpu/traces/{name}", env!("CARGO_MANIFEST_DIR"));
     let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let text = BufReader::new(flate2::read::GzDecoder::new(file));
-    analyze(text, Filter { comm: Some("hackbench".into()), pid: None, ..Default::default() }).unwrap_or_else(|e| panic!("{path}: {e}"))
+    analyze(text, Filter { comm: Some("hackbench".into()), pid: None, ..Default::default() })
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
 /// (switches per message, wakeups per message, involuntary share, median wakeup latency in µs)

@@ -404,7 +404,7 @@ impl Sim {
     fn create_task(&mut self, spec_idx: u32, parent: Option<TaskId>) -> Result<TaskId, String> {
         let spec = &self.specs[spec_idx as usize];
         let ncpus = self.rqs.len() as u32;
-        let allowed: Vec<u32> = match &spec.cpus {
+        let allowed = match &spec.cpus {
             Some(list) => {
                 let mut v = list.clone();
                 v.sort_unstable();
@@ -418,9 +418,12 @@ impl Sim {
                 if v.is_empty() {
                     return Err(format!("task `{}`: empty CPU list", spec.comm));
                 }
-                v
+                crate::cpumask::CpuMask::from_cpus(ncpus, v)
             }
-            None => (0..ncpus).collect(),
+            None => crate::cpumask::CpuMask::full(ncpus),
+        };
+        let Some(first_cpu) = allowed.first() else {
+            return Err(format!("task `{}`: empty CPU list", spec.comm));
         };
         let id = TaskId(self.tasks.len() as u32);
         let nr_lat = spec
@@ -443,7 +446,7 @@ impl Sim {
             nice: spec.nice,
             spec: spec_idx,
             state: TaskState::New,
-            cpu: allowed[0],
+            cpu: first_cpu,
             allowed,
             pc: 0,
             step: Step::Next,
@@ -622,20 +625,21 @@ impl Sim {
             let mut f = self.fair(cpu);
             f.update_curr();
         }
-        let tasks = self
-            .tasks
-            .iter()
+        // Moved, not cloned: the per-task histograms would otherwise exist twice at the
+        // process's peak.
+        let tasks = std::mem::take(&mut self.tasks)
+            .into_iter()
             .zip(&self.ents)
             .map(|(t, se)| TaskReport {
                 pid: t.pid,
-                comm: t.comm.clone(),
+                comm: t.comm,
                 nice: t.nice,
                 sum_exec_runtime_ns: se.sum_exec_runtime,
                 vruntime: se.vruntime,
                 util_avg: se.pelt.avg.util_avg,
                 load_avg: se.pelt.avg.load_avg,
                 exited: t.state == TaskState::Dead,
-                stats: t.stats.clone(),
+                stats: t.stats,
             })
             .collect();
         SimReport {

@@ -60,7 +60,7 @@ impl Sim {
         }
         task.state = TaskState::Waking;
         let prev_cpu = task.cpu;
-        let cpu = if task.allowed.len() > 1 {
+        let cpu = if task.allowed.weight() > 1 {
             wake_flags |= wf::RQ_SELECTED;
             let placement = self.select_task_rq(p, prev_cpu, this_cpu, waker, wake_flags);
             let st = &mut self.tasks[p.idx()].stats;
@@ -78,7 +78,7 @@ impl Sim {
             }
             placement.cpu
         } else {
-            task.allowed[0]
+            task.first_allowed()
         };
         if cpu != prev_cpu {
             wake_flags |= wf::MIGRATED;
@@ -235,17 +235,17 @@ impl Sim {
         // The parent is the spawning task, or, for tasks a workload starts at a given time, the
         // workload's launcher outside the model, taken to be on the task's first CPU.
         let parent = self.tasks[p.idx()].parent;
-        let parent_cpu = parent.map_or(self.tasks[p.idx()].allowed[0], |pp| self.tasks[pp.idx()].cpu);
+        let parent_cpu = parent.map_or(self.tasks[p.idx()].first_allowed(), |pp| self.tasks[pp.idx()].cpu);
         let mm = self.specs[self.tasks[p.idx()].spec as usize].mm;
         self.lb.cache.thread_started(mm);
         let task = &mut self.tasks[p.idx()];
         task.state = TaskState::Waking;
         task.recent_used_cpu = task.cpu;
-        let cpu = if task.allowed.len() > 1 {
+        let cpu = if task.allowed.weight() > 1 {
             let prev = task.cpu;
             self.select_task_rq(p, prev, parent_cpu, None, wf::FORK).cpu
         } else {
-            task.allowed[0]
+            task.first_allowed()
         };
         self.tasks[p.idx()].cpu = cpu;
         let mut f = self.fair(cpu);

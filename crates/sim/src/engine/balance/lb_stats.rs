@@ -124,8 +124,8 @@ impl Sim {
         let Some(p) = self.rqs[cpu as usize].curr else { return 0 };
         let task = &self.tasks[p.idx()];
         let cap = self.capacity_of(cpu);
-        let max_allowed = task.allowed.iter().map(|&c| self.capacity_of(c)).max().unwrap_or(cap);
-        if task.allowed.len() == 1 || cap == max_allowed {
+        let max_allowed = task.allowed.iter().map(|c| self.capacity_of(c)).max().unwrap_or(cap);
+        if task.allowed.weight() == 1 || cap == max_allowed {
             return 0;
         }
         if fits_capacity(self.ents[p.idx()].pelt.task_util_est(), cap) {

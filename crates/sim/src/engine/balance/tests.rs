@@ -76,7 +76,7 @@ fn active_balance_spreads_running_tasks_off_an_smt_core() {
     assert_eq!(s.tasks[0].cpu, 0);
     assert_eq!(s.tasks[1].cpu, 8);
     // Now let the first hog go anywhere (`sched_setaffinity` without a move).
-    s.tasks[0].allowed = (0..16).collect();
+    s.tasks[0].allowed = crate::cpumask::CpuMask::full(16);
     run_until(&mut s, 2_000_000_000);
     let cpu = s.tasks[0].cpu;
     assert!(cpu != 0 && cpu != 8, "the movable hog is still on the busy core (CPU {cpu})");
