@@ -495,7 +495,8 @@ impl Sim {
             return false;
         }
         let sd = &self.domains.of(env.this_cpu)[env.level];
-        if self.lb.cpus[env.this_cpu as usize].sd[env.level].nr_balance_failed >= sd.cache_nice_tries + 1 {
+        // The kernel writes `nr_balance_failed >= cache_nice_tries + 1`; the same for integers.
+        if self.lb.cpus[env.this_cpu as usize].sd[env.level].nr_balance_failed > sd.cache_nice_tries {
             return false;
         }
         if self.migrate_llc_task_wrong_dst(p, env) {
@@ -517,7 +518,7 @@ impl Sim {
         if sd.flags & SD_ASYM_CPUCAPACITY != 0 && sgs.group_misfit_task_load != 0 {
             return false;
         }
-        if self.lb.cpus[env.this_cpu as usize].sd[env.level].nr_balance_failed >= sd.cache_nice_tries + 1 {
+        if self.lb.cpus[env.this_cpu as usize].sd[env.level].nr_balance_failed > sd.cache_nice_tries {
             return false;
         }
         let first = self.domains.cpus(span)[0];
