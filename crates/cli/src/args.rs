@@ -146,6 +146,23 @@ pub struct RunArgs {
     /// e.g. --background 'stress-ng --cpu 4' (repeatable).
     #[arg(long, value_name = "COMMAND")]
     pub background: Vec<String>,
+    #[command(flatten)]
+    pub groups: GroupArgs,
+    /// Write the scheduler trace to FILE.txt (ftrace text) or FILE.pftrace (Perfetto).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Turn progress reports on stderr off.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// The workload and its own flags: `rtapp FILE.json`.
+    #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "WORKLOAD")]
+    pub workload: Vec<String>,
+}
+
+/// Task groups of the workload: shared by `run`, `compare` and `explain` (plans take the same
+/// as `autogroup`, `cgroup` and `cgroup_weight`).
+#[derive(Args, Debug, Clone, Default)]
+pub struct GroupArgs {
     /// Autogroup (a task group per session: the workload and each --background its own):
     /// on or off. Default: the kernel's sched_autogroup_enabled (on for every preset; the
     /// host's /proc/sys/kernel/sched_autogroup_enabled for --kernel host).
@@ -158,15 +175,6 @@ pub struct RunArgs {
     /// --cgroup-weight /bench=200 (repeatable).
     #[arg(long, value_name = "PATH=W")]
     pub cgroup_weight: Vec<String>,
-    /// Write the scheduler trace to FILE.txt (ftrace text) or FILE.pftrace (Perfetto).
-    #[arg(long, value_name = "FILE")]
-    pub trace: Option<PathBuf>,
-    /// Turn progress reports on stderr off.
-    #[arg(long, short)]
-    pub quiet: bool,
-    /// The workload and its own flags: `rtapp FILE.json`.
-    #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "WORKLOAD")]
-    pub workload: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -449,6 +457,8 @@ pub struct CompareArgs {
     /// metric is compared too.
     #[arg(long, value_name = "COMMAND")]
     pub background: Vec<String>,
+    #[command(flatten)]
+    pub groups: GroupArgs,
     /// Output: table (plain text columns that paste into an email), box (the same with box
     /// drawing), markdown, csv or json.
     #[arg(long, default_value = "table", value_parser = ["table", "box", "markdown", "csv", "json"])]
@@ -740,6 +750,8 @@ pub struct ExplainArgs {
     /// A benchmark to run beside the workload, e.g. 'stress-ng --cpu 4' (repeatable).
     #[arg(long, value_name = "COMMAND")]
     pub background: Vec<String>,
+    #[command(flatten)]
+    pub groups: GroupArgs,
     /// Decisions of context shown before the divergence.
     #[arg(long, default_value_t = 8)]
     pub context: usize,

@@ -10,7 +10,7 @@ fn quote(s: &str) -> String {
     lab::words::quote(s)
 }
 
-fn reproduce(a: &ExplainArgs, base: &str, variant: &str) -> String {
+fn reproduce(a: &ExplainArgs, groups: &lab::runner::GroupOptions, base: &str, variant: &str) -> String {
     let mut cmd = format!("schedlab explain --topology {} --seed {}", quote(&a.topology), a.seed);
     if (a.duration - 10.0).abs() > f64::EPSILON {
         cmd += &format!(" --duration {}", a.duration);
@@ -20,6 +20,9 @@ fn reproduce(a: &ExplainArgs, base: &str, variant: &str) -> String {
     }
     for b in &a.background {
         cmd += &format!(" --background {}", quote(b));
+    }
+    for w in groups.to_words() {
+        cmd += &format!(" {}", quote(&w));
     }
     cmd += &format!(" --base {} --variant {} {}", quote(base), quote(variant), lab::words::join(&a.workload));
     cmd
@@ -47,7 +50,10 @@ pub fn explain(a: &ExplainArgs) -> anyhow::Result<()> {
             Err(e) => return user(format!("--background: {e}")),
         }
     }
-    let reproduce = reproduce(a, &base_spec, &var_spec);
+    let g = &a.groups;
+    let groups = lab::runner::GroupOptions::from_flags(g.autogroup.as_deref(), g.cgroup.as_deref(), &g.cgroup_weight)
+        .map_err(UserError)?;
+    let reproduce = reproduce(a, &groups, &base_spec, &var_spec);
     let x = Explain {
         base_spec,
         variant_spec: var_spec,
@@ -59,6 +65,7 @@ pub fn explain(a: &ExplainArgs) -> anyhow::Result<()> {
         max_events: a.max_events,
         cpus,
         background,
+        groups,
         workload: a.workload.clone(),
         context: a.context,
         after: a.after,

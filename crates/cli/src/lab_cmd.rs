@@ -192,6 +192,9 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<()> {
         ("--max-events", a.max_events.is_some()),
         ("--cpus", a.cpus.is_some()),
         ("--background", !a.background.is_empty()),
+        ("--autogroup", a.groups.autogroup.is_some()),
+        ("--cgroup", a.groups.cgroup.is_some()),
+        ("--cgroup-weight", !a.groups.cgroup_weight.is_empty()),
         ("--workload", !a.workloads.is_empty()),
         ("a positional workload", !a.workload.is_empty()),
     ];
@@ -266,6 +269,9 @@ fn plan_from_flags(a: &CompareArgs) -> anyhow::Result<Plan> {
         max_events: a.max_events.unwrap_or(plan::DEFAULT_MAX_EVENTS),
         cpus: a.cpus.as_deref(),
         background: &a.background,
+        autogroup: a.groups.autogroup.as_deref(),
+        cgroup: a.groups.cgroup.as_deref(),
+        cgroup_weights: &a.groups.cgroup_weight,
     })
     .map_err(lab_err)
 }

@@ -32,8 +32,9 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
             t.cpus = Some(cpus.clone());
         }
     }
-    let group_flags = a.autogroup.iter().map(|v| ("--autogroup", v)).chain(a.cgroup.iter().map(|v| ("--cgroup", v)));
-    for (flag, value) in group_flags.chain(a.cgroup_weight.iter().map(|v| ("--cgroup-weight", v))) {
+    let g = &a.groups;
+    let group_flags = g.autogroup.iter().map(|v| ("--autogroup", v)).chain(g.cgroup.iter().map(|v| ("--cgroup", v)));
+    for (flag, value) in group_flags.chain(g.cgroup_weight.iter().map(|v| ("--cgroup-weight", v))) {
         if let Err(e) = wl.group_options.take(flag, value) {
             return user(e);
         }
@@ -217,13 +218,13 @@ pub fn reproduce(a: &RunArgs) -> String {
     for b in &a.background {
         cmd += &format!(" --background {}", lab::words::quote(b));
     }
-    if let Some(v) = &a.autogroup {
+    if let Some(v) = &a.groups.autogroup {
         cmd += &format!(" --autogroup {v}");
     }
-    if let Some(c) = &a.cgroup {
+    if let Some(c) = &a.groups.cgroup {
         cmd += &format!(" --cgroup {}", lab::words::quote(c));
     }
-    for w in &a.cgroup_weight {
+    for w in &a.groups.cgroup_weight {
         cmd += &format!(" --cgroup-weight {}", lab::words::quote(w));
     }
     cmd + " " + &lab::words::join(&a.workload)

@@ -112,6 +112,9 @@ pub fn compare_vm(a: &CompareArgs, kernel: &str, opts: CompareOptions, format: F
         ("--max-events", a.max_events.is_some()),
         ("--cpus", a.cpus.is_some()),
         ("--background", !a.background.is_empty()),
+        ("--autogroup", a.groups.autogroup.is_some()),
+        ("--cgroup", a.groups.cgroup.is_some()),
+        ("--cgroup-weight", !a.groups.cgroup_weight.is_empty()),
         ("--jobs", a.jobs.is_some()),
     ] {
         if given {

@@ -174,3 +174,27 @@ fn background_workloads_run_in_both_runs() {
     assert!(out.contains("--background 'stress-ng --cpu 1 --timeout 1' --base v7.3"), "{out}");
     assert!(out.contains("stress-ng-cpu:"), "the hog's tasks appear in the decisions: {out}");
 }
+
+/// `explain --autogroup/--cgroup/--cgroup-weight` (#14) put the task groups into both runs:
+/// one hog beside four on one CPU of v6.12 does 4x the work in a cgroup of cpu.weight 400 as
+/// with autogroup off, and the reproduce line carries the options.
+#[test]
+fn group_options_reach_both_runs() {
+    let metric = |groups: &[&str]| -> (f64, String) {
+        let mut args = vec!["explain", "--cpus", "0", "--background", "stress-ng --cpu 4"];
+        args.extend(groups);
+        args.extend(["--base", "v6.12", "--variant", "NO_PLACE_LAG", "stress-ng", "--cpu", "1", "--timeout", "1"]);
+        let o = schedlab(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let out = stdout(&o);
+        let line = out.lines().find(|l| l.trim_start().starts_with("bogo_ops_per_sec")).unwrap();
+        let base: f64 = line.split_whitespace().nth(4).unwrap().parse().unwrap();
+        (base, out)
+    };
+    let (off, out) = metric(&["--autogroup", "off"]);
+    assert!(out.contains("--background 'stress-ng --cpu 4' --autogroup off --base v6.12"), "{out}");
+    let (weighted, out) = metric(&["--cgroup", "/fg", "--cgroup-weight", "/fg=400"]);
+    assert!(out.contains("--cgroup /fg --cgroup-weight /fg=400 --base"), "{out}");
+    let ratio = weighted / off;
+    assert!((ratio - 4.0).abs() < 0.2, "{weighted} / {off} = {ratio}");
+}

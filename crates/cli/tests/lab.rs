@@ -359,3 +359,71 @@ fn plan_cpus_and_background() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("field `workloads[0]`") && stderr(&o).contains("CPU 2"), "{}", stderr(&o));
 }
+
+/// The foreground hog's share of CPU 0 against four background hogs, from a compare's JSON:
+/// foreground bogo-ops over the sum of both (every hog does the same work per CPU second).
+fn hog_share(extra: &[&str]) -> (f64, String) {
+    let mut args = vec!["compare", "--format", "json", "--runs", "2", "--cpus", "0"];
+    args.extend(["--background", "stress-ng --cpu 4"]);
+    args.extend(extra);
+    args.extend(["--base", "v6.12", "--variant", "NEXT_BUDDY", "stress-ng", "--cpu", "1", "--timeout", "2"]);
+    let j: serde_json::Value = serde_json::from_str(&ok(&args)).unwrap();
+    let g = &j["groups"][0];
+    let fg = g["base"]["summary"]["median"].as_f64().unwrap();
+    let bg = g["background"][0]["base"]["summary"]["median"].as_f64().unwrap();
+    (fg / (fg + bg), j["reproduce"][0].as_str().unwrap().to_string())
+}
+
+/// `compare --autogroup/--cgroup/--cgroup-weight` (#14): one hog beside `stress-ng --cpu 4` on
+/// one CPU of a v6.12 model gets 1/5 of it without groups, 1/2 in its own autogroup (the
+/// default: two sessions of equal weight) and 4/5 in a cgroup of cpu.weight 400 against the
+/// background's autogroup (weight 100's 1024 shares against 4096). A plan's `autogroup`,
+/// `cgroup` and `cgroup_weight` give the same runs.
+#[test]
+fn compare_group_options_change_the_cpu_share() {
+    let (off, rep_off) = hog_share(&["--autogroup", "off"]);
+    let (auto, _) = hog_share(&[]);
+    let (weighted, rep_w) = hog_share(&["--cgroup", "/fg", "--cgroup-weight", "/fg=400"]);
+    assert!((off - 0.2).abs() < 0.02, "no groups: {off}");
+    assert!((auto - 0.5).abs() < 0.02, "autogroups: {auto}");
+    assert!((weighted - 0.8).abs() < 0.02, "cpu.weight 400: {weighted}");
+    assert!(rep_off.contains("--background 'stress-ng --cpu 4' --autogroup off --base v6.12"), "{rep_off}");
+    assert!(rep_w.contains("--cgroup /fg --cgroup-weight /fg=400 --base"), "{rep_w}");
+
+    let tmp = tempfile::tempdir().unwrap();
+    let plan = tmp.path().join("plan.toml");
+    std::fs::write(
+        &plan,
+        "seeds = 2\ncpus = \"0\"\nbackground = [\"stress-ng --cpu 4\"]\ncgroup = \"/fg\"\n\
+         cgroup_weight = [\"/fg=400\"]\nautogroup = true\nworkloads = [\"stress-ng --cpu 1 --timeout 2\", \
+         \"--cgroup-weight /fg=100 stress-ng --cpu 1 --timeout 2\"]\n\
+         [[variant]]\nspec = \"v6.12\"\n[[variant]]\nspec = \"NEXT_BUDDY\"\n",
+    )
+    .unwrap();
+    let j: serde_json::Value =
+        serde_json::from_str(&ok(&["compare", "--format", "json", "--plan", plan.to_str().unwrap()])).unwrap();
+    let share = |g: &serde_json::Value| {
+        let fg = g["base"]["summary"]["median"].as_f64().unwrap();
+        fg / (fg + g["background"][0]["base"]["summary"]["median"].as_f64().unwrap())
+    };
+    let groups = j["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 2);
+    assert!((share(&groups[0]) - weighted).abs() < 1e-9, "the plan's keys are the flags: {}", share(&groups[0]));
+    // A line's own --cgroup-weight wins over the plan's for that path: equal weights, half each.
+    assert!((share(&groups[1]) - 0.5).abs() < 0.02, "{}", share(&groups[1]));
+    let words: Vec<&str> = groups[1]["workload"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
+    assert!(words.contains(&"/fg=100") && !words.contains(&"/fg=400") && words.contains(&"--autogroup"), "{words:?}");
+
+    std::fs::write(
+        &plan,
+        "seeds = 1\ncgroup_weight = [\"/fg=0\"]\nworkloads = [\"pipe\"]\n[[variant]]\nspec = \"v7.3\"\n",
+    )
+    .unwrap();
+    let o = schedlab(&["compare", "--plan", plan.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("field `cgroup_weight[0]`") && err.contains("1..10000"), "{err}");
+    let o = schedlab(&["compare", "--base", "v7.3", "--variant", "NEXT_BUDDY", "--autogroup", "maybe", "pipe"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--autogroup maybe: expected on or off"), "{}", stderr(&o));
+}

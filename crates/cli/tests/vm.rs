@@ -135,6 +135,14 @@ fn what_a_guest_cannot_express_fails_before_any_boot() {
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(err.contains(named), "{err}");
     }
+    // Task groups are the model's workload options: refused with --vm, not ignored.
+    let out = schedlab(tmp.path())
+        .args(["compare", "--vm", "/nonexistent/bzImage", "--base", "default", "--variant", "NEXT_BUDDY"])
+        .args(["--cgroup-weight", "/fg=200", "hackbench", "-p", "-l", "10"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--cgroup-weight: not with --vm"));
     // Options of a guest boot without --vm are refused, not ignored.
     let out =
         schedlab(tmp.path()).args(["compare", "--base", "v7.3", "--warmup", "2", "pipe", "-l", "10"]).output().unwrap();

@@ -579,14 +579,17 @@ pub fn reproduce_line(
         .iter()
         .map(|w| WorkloadLine::parse(w).unwrap_or_else(|_| WorkloadLine { main: w.clone(), ..Default::default() }))
         .collect();
-    let shared = |l: &WorkloadLine| (l.cpus.clone(), l.background.clone());
+    let shared = |l: &WorkloadLine| (l.cpus.clone(), l.background.clone(), l.groups.clone());
     let common = lines.first().map(shared).filter(|c| lines.iter().all(|l| shared(l) == *c));
-    if let Some((cpus, background)) = &common {
+    if let Some((cpus, background, groups)) = &common {
         if let Some(c) = cpus {
             cmd += &format!(" --cpus {}", words::quote(c));
         }
         for b in background {
             cmd += &format!(" --background {}", words::quote(&words::join(b)));
+        }
+        for w in groups.to_words() {
+            cmd += &format!(" {}", words::quote(&w));
         }
     }
     cmd += &format!(" --base {}", words::quote(&sel.base.1));

@@ -232,6 +232,9 @@ pub struct Explain {
     pub cpus: Option<Vec<u32>>,
     /// Benchmarks run beside the workload, each as its argv.
     pub background: Vec<Vec<String>>,
+    /// Task-group options (`--autogroup`, `--cgroup`, `--cgroup-weight`) under the workload
+    /// line's own.
+    pub groups: crate::runner::GroupOptions,
     /// The workload and its own flags (as for `run`).
     pub workload: Vec<String>,
     /// Decisions of context shown before the divergence.
@@ -251,7 +254,9 @@ pub fn explain(req: &Explain) -> Result<String, LabError> {
     let topo = &req.topology;
     let ncpus = topo.nr_cpus() as u32;
     let resolve = || -> Result<(ResolvedWorkload, SimSetup), LabError> {
-        let wl = crate::runner::resolve_workload_on(&req.workload, &req.background, ncpus).map_err(LabError::Input)?;
+        let mut wl =
+            crate::runner::resolve_workload_on(&req.workload, &req.background, ncpus).map_err(LabError::Input)?;
+        wl.group_options = req.groups.under(&wl.group_options);
         let (mut tasks, groups) = wl.grouped_tasks(base.config.sysctl.autogroup);
         if let Some(c) = &req.cpus {
             for t in &mut tasks {

@@ -17,6 +17,9 @@
 //! workloads = ["rtapp examples/rtapp/mixed.json", "hackbench -g 4"]
 //! cpus = "0-3"                  # optional: taskset -c for every task of every workload
 //! background = ["stress-ng --cpu 2"]  # optional: benchmarks run beside every workload
+//! autogroup = "off"             # optional: on|off (or true|false) for every workload
+//! cgroup = "/bench"             # optional: every workload's foreground tasks in this cgroup
+//! cgroup_weight = ["/bench=200"]  # optional: cpu.weight (1..10000) or `idle` per cgroup
 //!
 //! [[variant]]
 //! name = "baseline"             # optional; default: the SPEC as written
@@ -27,9 +30,10 @@
 //! spec = "+next-buddy-eevdf"    # no preset: applies on top of the base variant
 //! ```
 //!
-//! A workload line may itself start with `--cpus LIST` and `--background 'CMD'` (see
-//! [`runner::WorkloadLine`]); the plan's `cpus` and `background` are put in front of every line,
-//! so stored runs carry them in their workload.
+//! A workload line may itself start with `--cpus LIST`, `--background 'CMD'`, `--autogroup`,
+//! `--cgroup` and `--cgroup-weight` (see [`runner::WorkloadLine`]); the plan's `cpus`,
+//! `background`, `autogroup`, `cgroup` and `cgroup_weight` are put in front of every line (the
+//! line's own win), so stored runs carry them in their workload.
 //!
 //! Workload lines are split like a shell does (quotes, backslashes; no expansions); file paths in
 //! them, and topology files, are relative to the current directory, not to the plan file, so the
@@ -47,7 +51,7 @@ use sim::kernel::Variant;
 use sim::topology::Topology;
 use toml::Spanned;
 
-use crate::runner::{self, RunRequest};
+use crate::runner::{self, GroupOptions, RunRequest};
 use crate::{LabError, spec, words};
 
 /// Default simulated time per run when the workload sets none, as `schedlab run`.
@@ -208,14 +212,16 @@ pub fn check_workload(argv: &[String], topologies: &[PlanTopology]) -> Result<()
     Ok(())
 }
 
-/// Puts a plan's (or compare's) `cpus` and `background` in front of a workload line; the
-/// line's own options win (a line's `--cpus` replaces the plan's).
+/// Puts a plan's (or compare's) `cpus`, `background` and task-group options in front of a
+/// workload line; the line's own options win (a line's `--cpus` replaces the plan's, its
+/// `--cgroup-weight` for a path the plan's for that path: [`GroupOptions::under`]).
 pub fn with_line_options(
     argv: Vec<String>,
     cpus: Option<&str>,
     background: &[Vec<String>],
+    groups: &GroupOptions,
 ) -> Result<Vec<String>, String> {
-    if cpus.is_none() && background.is_empty() {
+    if cpus.is_none() && background.is_empty() && groups.is_empty() {
         return Ok(argv);
     }
     let mut line = runner::WorkloadLine::parse(&argv)?;
@@ -223,6 +229,7 @@ pub fn with_line_options(
         line.cpus = cpus.map(str::to_string);
     }
     line.background = [background, &line.background[..]].concat();
+    line.groups = groups.under(&line.groups);
     Ok(line.to_argv())
 }
 
@@ -246,6 +253,10 @@ pub struct PlanFlags<'a> {
     pub cpus: Option<&'a str>,
     /// `--background` commands for every workload, as typed.
     pub background: &'a [String],
+    /// `--autogroup`, `--cgroup` and `--cgroup-weight` for every workload, as typed.
+    pub autogroup: Option<&'a str>,
+    pub cgroup: Option<&'a str>,
+    pub cgroup_weights: &'a [String],
 }
 
 impl Plan {
@@ -284,12 +295,13 @@ impl Plan {
                 Err(e) => return Err(input(format!("--background: {e}"))),
             }
         }
+        let groups = GroupOptions::from_flags(f.autogroup, f.cgroup, f.cgroup_weights).map_err(input)?;
         let mut workloads = Vec::new();
         for argv in f.workloads {
             if argv.is_empty() {
                 return Err(input("--workload: empty workload".into()));
             }
-            let argv = with_line_options(argv, f.cpus, &background).map_err(input)?;
+            let argv = with_line_options(argv, f.cpus, &background, &groups).map_err(input)?;
             check_workload(&argv, &topologies).map_err(|e| input(format!("workload `{}`: {e}", words::join(&argv))))?;
             workloads.push(argv);
         }
@@ -340,8 +352,19 @@ struct RawPlan {
     workloads: Option<Spanned<Vec<Spanned<String>>>>,
     cpus: Option<Spanned<String>>,
     background: Option<Spanned<Vec<Spanned<String>>>>,
+    autogroup: Option<Spanned<OnOff>>,
+    cgroup: Option<Spanned<String>>,
+    cgroup_weight: Option<Spanned<Vec<Spanned<String>>>>,
     #[serde(default)]
     variant: Vec<RawVariant>,
+}
+
+/// `autogroup = "on"`/`"off"` (as the flag) or `true`/`false`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum OnOff {
+    Bool(bool),
+    Text(String),
 }
 
 #[derive(Deserialize)]
@@ -478,6 +501,22 @@ pub fn parse_plan(text: &str, origin: &str) -> Result<Plan, LabError> {
             .map_err(|e| at(c.span().start, "cpus", e))?;
     }
     let cpus = raw.cpus.as_ref().map(|c| c.get_ref().as_str());
+    let mut groups = GroupOptions::default();
+    if let Some(a) = &raw.autogroup {
+        let text = match a.get_ref() {
+            OnOff::Bool(b) => if *b { "on" } else { "off" }.to_string(),
+            OnOff::Text(t) => t.clone(),
+        };
+        groups.take("--autogroup", &text).map_err(|e| at(a.span().start, "autogroup", e))?;
+    }
+    if let Some(c) = &raw.cgroup {
+        groups.take("--cgroup", c.get_ref()).map_err(|e| at(c.span().start, "cgroup", e))?;
+    }
+    for (i, w) in raw.cgroup_weight.as_ref().map_or(&[][..], |w| w.get_ref()).iter().enumerate() {
+        groups
+            .take("--cgroup-weight", w.get_ref())
+            .map_err(|e| at(w.span().start, &format!("cgroup_weight[{i}]"), e))?;
+    }
     let mut workloads = Vec::new();
     for (i, line) in wl.get_ref().iter().enumerate() {
         let field = format!("workloads[{i}]");
@@ -485,7 +524,7 @@ pub fn parse_plan(text: &str, origin: &str) -> Result<Plan, LabError> {
         if argv.is_empty() {
             return Err(at(line.span().start, &field, "empty workload".into()));
         }
-        let argv = with_line_options(argv, cpus, &background).map_err(|e| at(line.span().start, &field, e))?;
+        let argv = with_line_options(argv, cpus, &background, &groups).map_err(|e| at(line.span().start, &field, e))?;
         check_workload(&argv, &topologies).map_err(|e| at(line.span().start, &field, e))?;
         if workloads.contains(&argv) {
             return Err(at(line.span().start, &field, "listed twice".into()));

@@ -171,6 +171,46 @@ impl GroupOptions {
         Ok(true)
     }
 
+    /// The options given as flags (`compare`, `explain`, `run`: `--autogroup on|off`,
+    /// `--cgroup PATH`, repeatable `--cgroup-weight PATH=W`), each checked as on a workload line.
+    pub fn from_flags(
+        autogroup: Option<&str>,
+        cgroup: Option<&str>,
+        weights: &[String],
+    ) -> Result<GroupOptions, String> {
+        let mut g = GroupOptions::default();
+        let flags = autogroup.map(|v| ("--autogroup", v)).into_iter().chain(cgroup.map(|v| ("--cgroup", v)));
+        for (flag, value) in flags.chain(weights.iter().map(|w| ("--cgroup-weight", w.as_str()))) {
+            g.take(flag, value)?;
+        }
+        Ok(g)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.autogroup.is_none() && self.cgroup.is_none() && self.weights.is_empty()
+    }
+
+    /// These options (a plan's or compare's, for every line) under a line's own: the line's
+    /// `--autogroup` and `--cgroup` win, and its `--cgroup-weight` replaces ours for the same
+    /// path; our other weights come first, in our order.
+    pub fn under(&self, line: &GroupOptions) -> GroupOptions {
+        let mut weights: Vec<(String, CgroupWeight)> =
+            self.weights.iter().filter(|(p, _)| !line.weights.iter().any(|(q, _)| q == p)).cloned().collect();
+        weights.extend(line.weights.iter().cloned());
+        GroupOptions {
+            autogroup: line.autogroup.or(self.autogroup),
+            cgroup: line.cgroup.clone().or_else(|| self.cgroup.clone()),
+            weights,
+        }
+    }
+
+    /// The options as words (what a workload line or a command line takes).
+    pub fn to_words(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        self.to_argv(&mut out);
+        out
+    }
+
     fn to_argv(&self, out: &mut Vec<String>) {
         if let Some(a) = self.autogroup {
             out.extend(["--autogroup".to_string(), if a { "on" } else { "off" }.to_string()]);

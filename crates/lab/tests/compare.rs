@@ -181,6 +181,9 @@ fn rtapp_plan(seeds: Vec<u64>) -> Plan {
         max_events: 50_000_000,
         cpus: None,
         background: &[],
+        autogroup: None,
+        cgroup: None,
+        cgroup_weights: &[],
     })
     .unwrap()
 }

@@ -18,6 +18,7 @@ fn request(base: &str, variant: &str, workload: &str) -> Explain {
         max_events: 10_000_000,
         cpus: None,
         background: vec![],
+        groups: Default::default(),
         workload: workload.split(' ').map(String::from).collect(),
         context: 2,
         after: 2,
