@@ -30,18 +30,14 @@ fn native_error(e: NativeError) -> anyhow::Error {
     }
 }
 
-/// `--kernel host` for every command that builds a simulated kernel: the preset nearest to this
-/// machine's kernel (a note on stderr when it is not exact), with the host's HZ and preemption
-/// model when they can be read.
+/// `--kernel host` for every command that builds a simulated kernel
+/// (`native::host::host_kernel_config`), its notes on stderr.
 pub fn host_kernel_config() -> anyhow::Result<sim::config::SchedConfig> {
-    let h = native::host::host_sched();
-    let release = native::host::host_release().map_err(|e| UserError(format!("--kernel host: {e}")))?;
-    match native::host::model_config(&release, h.hz, h.preempt.as_deref()) {
-        Ok((mut cfg, _, notes)) => {
+    match native::host::host_kernel_config() {
+        Ok((cfg, notes)) => {
             for n in notes {
                 eprintln!("schedlab: {n}");
             }
-            cfg.sysctl.autogroup = native::host::autogroup_enabled();
             Ok(cfg)
         }
         Err(e) => user(format!("--kernel host: {e}")),
@@ -373,24 +369,6 @@ fn json_report(
     })
 }
 
-/// The validation rows as JSON, the measured side named `side` (`native`, `guest`).
-pub(crate) fn rows_json(rows: &[native::validate::Row], side: &str) -> Vec<Value> {
-    rows.iter()
-        .map(|r| {
-            json!({
-                "quantity": r.name,
-                format!("{side}_median"): r.native.map(|n| n.0),
-                format!("{side}_min"): r.native.map(|n| n.1),
-                format!("{side}_max"): r.native.map(|n| n.2),
-                "sim_median": r.sim,
-                "ratio": r.ratio(),
-                format!("outside_{side}_spread"): r.off(),
-                "ok": r.verdict(),
-            })
-        })
-        .collect()
-}
-
 pub fn validate(a: &ValidateArgs) -> anyhow::Result<()> {
     if let Some(kernel) = &a.vm {
         return crate::vm_cmd::validate_vm(a, kernel);
@@ -416,25 +394,35 @@ pub fn validate(a: &ValidateArgs) -> anyhow::Result<()> {
         cpus: a.pin.clone(),
         cost_file: a.cost_file.clone(),
     };
-    let cfg = setup::sched_config(&sim_args)?;
-    let topo = setup::topology(&sim_args)?;
+    let config = setup::sched_config(&sim_args)?;
+    let topology = setup::topology(&sim_args)?;
     let cpus = match &a.pin {
-        Some(list) => Some(setup::cpu_list(list, topo.nr_cpus() as u32)?),
+        Some(list) => Some(setup::cpu_list(list, topology.nr_cpus() as u32)?),
         None => None,
     };
-    // The wakeup rows need ftrace (schedstats are off on most kernels).
-    let traced = a.trace || (!a.no_trace && native::ftrace::can_trace());
-    let req = native::validate::Request {
+    let req = native::validate::HostRequest {
         workload: a.workload.clone(),
         runs: a.runs,
-        native: NativeOptions { pin, trace_buffer_kb: traced.then_some(a.trace_buffer_kb), builtin: a.builtin },
-        variant: sim::kernel::Variant { spec: a.kernel.clone(), config: cfg.clone(), patches: vec![] },
-        topology: topo.clone(),
+        pin_text: a.pin.clone(),
+        pin,
+        trace: if a.trace {
+            Some(true)
+        } else if a.no_trace {
+            Some(false)
+        } else {
+            None
+        },
+        trace_buffer_kb: a.trace_buffer_kb,
+        builtin: a.builtin,
+        kernel: a.kernel.clone(),
+        config,
+        topology,
         seed: a.seed,
         cpus,
+        cost_file: a.cost_file.clone(),
     };
     let progress = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let v = native::validate::validate(&req, |i| {
+    let v = native::validate::validate_host(req, |i| {
         if progress {
             eprint!("\rnative run {}/{}", i + 1, a.runs);
         }
@@ -446,62 +434,11 @@ pub fn validate(a: &ValidateArgs) -> anyhow::Result<()> {
     if progress {
         eprintln!();
     }
-    let release = native::host::host_release().unwrap_or_default();
     let mut out = std::io::stdout().lock();
     if a.json {
-        let rows = rows_json(&v.rows, "native");
-        let j = json!({
-            "schedlab_version": env!("CARGO_PKG_VERSION"),
-            "workload": { "name": a.workload[0], "argv": a.workload },
-            "runs": a.runs,
-            "native": { "kernel": release, "pin": a.pin, "trace": traced, "lost_events": v.lost_events,
-                        "runner": v.runner, "note": v.note },
-            "sim": { "topology": topo.name, "kernel": cfg.kernel, "preempt": cfg.preempt.name(), "hz": cfg.hz,
-                     "seeds": [a.seed, a.seed + u64::from(a.runs) - 1], "cost_file": a.cost_file },
-            "rows": rows,
-        });
-        writeln!(out, "{}", serde_json::to_string_pretty(&j)?)?;
-        return Ok(());
-    }
-    writeln!(out, "# validate {}: {} native runs vs {} simulated seeds", a.workload.join(" "), a.runs, a.runs)?;
-    writeln!(
-        out,
-        "# native: kernel {release}{}; ran {}",
-        a.pin.as_ref().map_or(String::new(), |p| format!(", pinned to {p}")),
-        v.runner
-    )?;
-    if let Some(n) = &v.note {
-        writeln!(out, "# note: {n}")?;
-    }
-    writeln!(
-        out,
-        "# model:  topology {} kernel {} preempt {} hz {}{}, seeds {}..{}",
-        topo.name,
-        cfg.kernel,
-        cfg.preempt.name(),
-        cfg.hz,
-        a.cost_file.as_ref().map_or(String::new(), |f| format!(", costs {}", f.display())),
-        a.seed,
-        a.seed + u64::from(a.runs) - 1
-    )?;
-    write!(out, "{}", native::validate::render_rows(&v.rows))?;
-    writeln!(
-        out,
-        "check: metric inside the native min-max or within 1.3x; involuntary share within 0.1; wakeups within 15 %; \
-         * = further from the native median than the native spread"
-    )?;
-    if !traced {
-        writeln!(
-            out,
-            "(wakeups, wakeup latency and wakee placement natively need --trace (root): schedstats are off)"
-        )?;
-    }
-    if v.lost_events > 0 {
-        writeln!(
-            out,
-            "ftrace lost {} events (buffer full): trace rows cover the start of the runs only",
-            v.lost_events
-        )?;
+        writeln!(out, "{}", serde_json::to_string_pretty(&v.to_json())?)?;
+    } else {
+        write!(out, "{}", v.render())?;
     }
     Ok(())
 }

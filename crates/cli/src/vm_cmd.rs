@@ -202,24 +202,10 @@ pub fn validate_vm(a: &ValidateArgs, kernel: &str) -> anyhow::Result<()> {
     on_interrupt();
     let v = vm::validate::validate(&req, &|m| eprintln!("{m}")).map_err(vm_error)?;
     if a.json {
-        let rows = crate::native_cmd::rows_json(&v.rows, "guest");
-        let j = serde_json::json!({
-            "schedlab_version": env!("CARGO_PKG_VERSION"),
-            "vm": { "kernel": v.kernel_label, "release": v.release, "accel": v.accel, "vcpus": v.nr_cpus,
-                    "warmup_runs_discarded": v.warmup },
-            "model": { "kernel": v.preset, "notes": v.model_notes,
-                       "costs": v.costs.iter().map(|(k, n)| (k.clone(), serde_json::json!(n))).collect::<serde_json::Map<_, _>>() },
-            "guest_cost_file": v.cost_file,
-            "rows": rows,
-        });
-        println!("{}", serde_json::to_string_pretty(&j)?);
-        return Ok(());
+        println!("{}", serde_json::to_string_pretty(&v.to_json())?);
+    } else {
+        print!("{}", v.render_report(&a.workload));
     }
-    print!("{}", v.render(&a.workload));
-    println!(
-        "check: metric inside the guest min-max or within 1.3x; involuntary share within 0.1; wakeups within 15 %; \
-         * = further from the guest median than the guest spread"
-    );
     Ok(())
 }
 

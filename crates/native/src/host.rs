@@ -136,6 +136,18 @@ pub fn model_config(
     Ok((cfg, m, notes))
 }
 
+/// `--kernel host` for every command that builds a simulated kernel: the preset nearest to this
+/// machine's kernel, with the host's HZ and preemption model when they can be read and its
+/// `sched_autogroup_enabled`; and the notes to show (the preset is not exact, a preemption model
+/// the model lacks). The error says why the host kernel cannot be mapped.
+pub fn host_kernel_config() -> Result<(sim::config::SchedConfig, Vec<String>), String> {
+    let h = host_sched();
+    let release = host_release()?;
+    let (mut cfg, _, notes) = model_config(&release, h.hz, h.preempt.as_deref())?;
+    cfg.sysctl.autogroup = autogroup_enabled();
+    Ok((cfg, notes))
+}
+
 /// The host kernel's scheduler build options, from `/proc/config.gz` and the command line.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct HostSched {

@@ -258,6 +258,150 @@ pub enum ValidateError {
     Native(NativeError),
 }
 
+/// The validation rows as JSON, the measured side named `side` (`native`, `guest`).
+pub fn rows_json(rows: &[Row], side: &str) -> Vec<serde_json::Value> {
+    rows.iter()
+        .map(|r| {
+            serde_json::json!({
+                "quantity": r.name,
+                format!("{side}_median"): r.native.map(|n| n.0),
+                format!("{side}_min"): r.native.map(|n| n.1),
+                format!("{side}_max"): r.native.map(|n| n.2),
+                "sim_median": r.sim,
+                "ratio": r.ratio(),
+                format!("outside_{side}_spread"): r.off(),
+                "ok": r.verdict(),
+            })
+        })
+        .collect()
+}
+
+/// The line under a validation table saying how rows are judged, the measured side named
+/// `side` (`native`, `guest`).
+pub fn check_line(side: &str) -> String {
+    format!(
+        "check: metric inside the {side} min-max or within 1.3x; involuntary share within 0.1; wakeups within 15 %; \
+         * = further from the {side} median than the {side} spread"
+    )
+}
+
+/// `schedlab validate` on this machine: the request as the command line gave it.
+pub struct HostRequest {
+    pub workload: Vec<String>,
+    pub runs: u32,
+    /// `--pin` as typed (for the header), and the CPUs it names.
+    pub pin_text: Option<String>,
+    pub pin: Option<Vec<u32>>,
+    /// `--trace` (`Some(true)`), `--no-trace` (`Some(false)`), or neither: trace when this
+    /// process can (root), since the wakeup rows need ftrace (schedstats are off on most
+    /// kernels).
+    pub trace: Option<bool>,
+    pub trace_buffer_kb: u32,
+    pub builtin: bool,
+    /// The model: `--kernel` as typed, its configuration, the machine, the first seed, and the
+    /// affinity on the model's machine.
+    pub kernel: String,
+    pub config: sim::config::SchedConfig,
+    pub topology: sim::topology::Topology,
+    pub seed: u64,
+    pub cpus: Option<Vec<u32>>,
+    /// `--cost-file`, for the header.
+    pub cost_file: Option<std::path::PathBuf>,
+}
+
+/// A host validation with what its header and JSON show.
+pub struct HostValidation {
+    pub request: HostRequest,
+    pub traced: bool,
+    /// This machine's kernel release.
+    pub release: String,
+    pub validation: Validation,
+}
+
+/// Runs [`validate`] for a [`HostRequest`]; `progress(i)` before native run `i`.
+pub fn validate_host(req: HostRequest, progress: impl FnMut(u32)) -> Result<HostValidation, ValidateError> {
+    if req.runs == 0 {
+        return Err(ValidateError::Model("--runs: must be at least 1".into()));
+    }
+    let traced = req.trace.unwrap_or_else(crate::ftrace::can_trace);
+    let r = Request {
+        workload: req.workload.clone(),
+        runs: req.runs,
+        native: NativeOptions {
+            pin: req.pin.clone(),
+            trace_buffer_kb: traced.then_some(req.trace_buffer_kb),
+            builtin: req.builtin,
+        },
+        variant: sim::kernel::Variant { spec: req.kernel.clone(), config: req.config.clone(), patches: vec![] },
+        topology: req.topology.clone(),
+        seed: req.seed,
+        cpus: req.cpus.clone(),
+    };
+    let validation = validate(&r, progress)?;
+    let release = crate::host::host_release().unwrap_or_default();
+    Ok(HostValidation { request: req, traced, release, validation })
+}
+
+impl HostValidation {
+    fn last_seed(&self) -> u64 {
+        self.request.seed + u64::from(self.request.runs) - 1
+    }
+
+    /// `validate --json`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let (q, v, cfg) = (&self.request, &self.validation, &self.request.config);
+        serde_json::json!({
+            "schedlab_version": env!("CARGO_PKG_VERSION"),
+            "workload": { "name": q.workload[0], "argv": q.workload },
+            "runs": q.runs,
+            "native": { "kernel": self.release, "pin": q.pin_text, "trace": self.traced, "lost_events": v.lost_events,
+                        "runner": v.runner, "note": v.note },
+            "sim": { "topology": q.topology.name, "kernel": cfg.kernel, "preempt": cfg.preempt.name(), "hz": cfg.hz,
+                     "seeds": [q.seed, self.last_seed()], "cost_file": q.cost_file },
+            "rows": rows_json(&v.rows, "native"),
+        })
+    }
+
+    /// The header, the side-by-side table and the notes under it.
+    pub fn render(&self) -> String {
+        let (q, v, cfg) = (&self.request, &self.validation, &self.request.config);
+        let mut out =
+            format!("# validate {}: {} native runs vs {} simulated seeds\n", q.workload.join(" "), q.runs, q.runs);
+        out += &format!(
+            "# native: kernel {}{}; ran {}\n",
+            self.release,
+            q.pin_text.as_ref().map_or(String::new(), |p| format!(", pinned to {p}")),
+            v.runner
+        );
+        if let Some(n) = &v.note {
+            out += &format!("# note: {n}\n");
+        }
+        out += &format!(
+            "# model:  topology {} kernel {} preempt {} hz {}{}, seeds {}..{}\n",
+            q.topology.name,
+            cfg.kernel,
+            cfg.preempt.name(),
+            cfg.hz,
+            q.cost_file.as_ref().map_or(String::new(), |f| format!(", costs {}", f.display())),
+            q.seed,
+            self.last_seed()
+        );
+        out += &render_rows(&v.rows);
+        out += &check_line("native");
+        out.push('\n');
+        if !self.traced {
+            out += "(wakeups, wakeup latency and wakee placement natively need --trace (root): schedstats are off)\n";
+        }
+        if v.lost_events > 0 {
+            out += &format!(
+                "ftrace lost {} events (buffer full): trace rows cover the start of the runs only\n",
+                v.lost_events
+            );
+        }
+        out
+    }
+}
+
 /// Runs the model (first: bad model input fails before any native run), then the native runs,
 /// `progress(i)` before native run `i`.
 pub fn validate(req: &Request, mut progress: impl FnMut(u32)) -> Result<Validation, ValidateError> {

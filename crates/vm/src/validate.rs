@@ -202,6 +202,28 @@ pub fn validate(req: &ValidateRequest, note: &(dyn Fn(&str) + Sync)) -> Result<V
 }
 
 impl VmValidation {
+    /// `validate --vm --json`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "schedlab_version": env!("CARGO_PKG_VERSION"),
+            "vm": { "kernel": self.kernel_label, "release": self.release, "accel": self.accel, "vcpus": self.nr_cpus,
+                    "warmup_runs_discarded": self.warmup },
+            "model": { "kernel": self.preset, "notes": self.model_notes,
+                       "costs": self.costs.iter().map(|(k, n)| (k.clone(), serde_json::json!(n))).collect::<serde_json::Map<_, _>>() },
+            "guest_cost_file": self.cost_file,
+            "rows": nv::rows_json(&self.rows, "guest"),
+        })
+    }
+
+    /// The header, the side-by-side table (guest against model, within 100 columns) and the
+    /// line saying how rows are judged.
+    pub fn render_report(&self, workload: &[String]) -> String {
+        let mut s = self.render(workload);
+        s += &nv::check_line("guest");
+        s.push('\n');
+        s
+    }
+
     /// The header and the side-by-side table (guest against model), within 100 columns.
     pub fn render(&self, workload: &[String]) -> String {
         let mut head = vec![
