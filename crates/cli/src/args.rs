@@ -497,6 +497,10 @@ pub struct CompareArgs {
     pub vm: Option<String>,
     #[command(flatten)]
     pub vm_opts: VmBootArgs,
+    /// With --vm: also store every boot's run in this results directory (DIR/results.db, as
+    /// `schedlab sweep --out`); boots whose run is stored there already are not booted again.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
     /// The workload and its own flags: `rtapp FILE.json` (put options before it).
     #[arg(num_args = 0.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "WORKLOAD")]
     pub workload: Vec<String>,
@@ -626,6 +630,10 @@ pub struct ValidateArgs {
     /// keeps a TCG guest's calibration under a minute on an idle host).
     #[arg(long, value_name = "F")]
     pub calibrate_scale: Option<f64>,
+    /// With --vm: also store the guest's runs in this results directory (DIR/results.db), keyed
+    /// as `compare --vm` stores them.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
     /// The workload and its own flags.
     #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "WORKLOAD")]
     pub workload: Vec<String>,

@@ -99,7 +99,9 @@ impl TermLike for NarrowTerm {
 }
 
 impl Progress {
-    fn new(quiet: bool) -> Progress {
+    /// `vm`: real kernels boot under qemu too, so the first signal kills them (by pid) and
+    /// exits 130 at once; every run already finished is stored.
+    fn new(quiet: bool, vm: bool) -> Progress {
         let terminal = std::io::stderr().is_terminal();
         let target = if terminal && !quiet {
             ProgressDrawTarget::term_like_with_hz(Box::new(NarrowTerm(console::Term::stderr())), 10)
@@ -118,6 +120,12 @@ impl Progress {
         // runs, let the ones in progress finish (and be stored), exit 130. Second: leave at
         // once; every finished run is already committed.
         let _ = ctrlc::set_handler(move || {
+            if vm {
+                b.abandon();
+                vm::interrupt();
+                eprintln!("schedlab: interrupted: the qemu in progress was killed; stored runs are kept");
+                std::process::exit(130);
+            }
             if flag.swap(true, Ordering::SeqCst) {
                 b.abandon();
                 eprintln!("schedlab: interrupted");
@@ -183,6 +191,11 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<()> {
         return crate::vm_cmd::compare_vm(a, kernel, opts, format);
     }
     a.vm_opts.refuse_without_vm()?;
+    if a.out.is_some() {
+        return user(
+            "--out: only with --vm KERNEL (model runs go to a results store with `schedlab sweep PLAN --out DIR`)",
+        );
+    }
     let run_flags = [
         ("--topology", !a.topology.is_empty()),
         ("--runs", a.runs.is_some()),
@@ -208,6 +221,13 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<()> {
             match (source_plan, source_from) {
                 (Some(p), _) => {
                     let plan = plan::load_plan(p).map_err(lab_err)?;
+                    if !plan.vm.is_empty() {
+                        return user(format!(
+                            "--plan {}: its [[vm]] tables boot real kernels: run the plan with `schedlab sweep`, \
+                             then `schedlab compare --from DIR`",
+                            p.display()
+                        ));
+                    }
                     let sel = Selection::in_plan(&plan, a.base.as_deref(), &a.variant).map_err(lab_err)?;
                     let samples = run_plan(&plan, a.jobs, a.quiet)?;
                     compare::build(&samples, &sel, opts).map_err(lab_err)?
@@ -280,7 +300,7 @@ fn plan_from_flags(a: &CompareArgs) -> anyhow::Result<Plan> {
 fn run_plan(plan: &Plan, jobs: Option<usize>, quiet: bool) -> anyhow::Result<Vec<Sample>> {
     let slots = plan.runs();
     let requests: Vec<_> = slots.iter().map(|s| plan.request(s)).collect();
-    let progress = Progress::new(quiet);
+    let progress = Progress::new(quiet, false);
     progress.bar.set_length(requests.len() as u64);
     let outcomes = with_jobs(jobs, || sweep::run_all(&requests, &progress.cancel, |_, _| progress.tick()))?;
     progress.bar.finish_and_clear();
@@ -342,10 +362,22 @@ pub fn sweep(a: &SweepArgs) -> anyhow::Result<()> {
     };
     let plan = plan::load_plan(&a.plan).map_err(lab_err)?;
     let store = Store::create(&a.out).map_err(lab_err)?;
-    let progress = Progress::new(a.quiet);
+    let progress = Progress::new(a.quiet, !plan.vm.is_empty());
     let report = with_jobs(a.jobs, || sweep::sweep(&plan, &store, shard, &progress.cancel, &progress))?;
     progress.bar.finish_and_clear();
     let report = report.map_err(lab_err)?;
+    let vm_report = if plan.vm.is_empty() || progress.interrupted() {
+        None
+    } else {
+        let opts = vm::sweep::SweepOptions { schedlab_bin: std::env::current_exe()?, verbose: false };
+        let quiet = a.quiet;
+        let note = |m: &str| {
+            if !quiet {
+                eprintln!("{m}")
+            }
+        };
+        Some(vm::sweep::sweep(&plan, &store, shard, &opts, &progress.cancel, &note).map_err(crate::vm_cmd::vm_error)?)
+    };
     let mut out = std::io::stdout().lock();
     let shard_text = shard.map_or(String::new(), |s| format!(", shard {s}: {} runs", report.in_shard));
     writeln!(
@@ -358,6 +390,14 @@ pub fn sweep(a: &SweepArgs) -> anyhow::Result<()> {
         store.path().display(),
         store.count().map_err(lab_err)?
     )?;
+    if let Some(v) = &vm_report {
+        let shard_text = shard.map_or(String::new(), |s| format!(", shard {s}: {} boots", v.in_shard));
+        writeln!(
+            out,
+            "sweep {}: {} boots of real kernels in the plan{shard_text}; {} already stored, {} stored now",
+            plan.origin, v.planned, v.already, v.stored
+        )?;
+    }
     for (key, e) in &report.failed {
         eprintln!(
             "schedlab: run failed: {} on {}, workload `{}`, seed {}: {e}",

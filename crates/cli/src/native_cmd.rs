@@ -377,6 +377,9 @@ pub fn validate(a: &ValidateArgs) -> anyhow::Result<()> {
     if a.calibrate_scale.is_some() {
         return user("--calibrate-scale: only with --vm KERNEL");
     }
+    if a.out.is_some() {
+        return user("--out: only with --vm KERNEL (the guest's runs are stored; this machine's are not)");
+    }
     install_interrupt_handler();
     if a.runs == 0 {
         return user("--runs: must be at least 1");

@@ -52,14 +52,13 @@ fn accel(a: AccelArg) -> vm::Accel {
     }
 }
 
-/// `--vm KERNEL`: a path (it has a `/` or names a file) is a kernel image, anything else a
-/// Debian package name.
 fn kernel_source(arg: &str) -> vm::KernelSource {
-    if arg.contains('/') || std::path::Path::new(arg).is_file() {
-        vm::KernelSource::Image(PathBuf::from(arg))
-    } else {
-        vm::KernelSource::DebianPackage(arg.to_string())
-    }
+    vm::KernelSource::from_arg(arg)
+}
+
+/// `--out DIR` with --vm: the results store the runs go to.
+fn store(out: &Option<PathBuf>) -> anyhow::Result<Option<lab::store::Store>> {
+    out.as_deref().map(lab::store::Store::create).transpose().map_err(crate::setup::lab_err)
 }
 
 /// Ctrl-C, SIGTERM or SIGHUP: kill the qemu by its pid, remove the temporary files, exit 130.
@@ -145,9 +144,10 @@ pub fn compare_vm(a: &CompareArgs, kernel: &str, opts: CompareOptions, format: F
         workload,
         options: opts,
     };
+    let store = store(&a.out)?;
     on_interrupt();
     let quiet = a.quiet;
-    let r = vm::compare::compare(&req, &|m| {
+    let r = vm::compare::compare(&req, store.as_ref(), &|m| {
         if !quiet {
             eprintln!("{m}")
         }
@@ -200,7 +200,8 @@ pub fn validate_vm(a: &ValidateArgs, kernel: &str) -> anyhow::Result<()> {
         seed: a.seed,
     };
     on_interrupt();
-    let v = vm::validate::validate(&req, &|m| eprintln!("{m}")).map_err(vm_error)?;
+    let store = store(&a.out)?;
+    let v = vm::validate::validate(&req, store.as_ref(), &|m| eprintln!("{m}")).map_err(vm_error)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&v.to_json())?);
     } else {
@@ -209,7 +210,7 @@ pub fn validate_vm(a: &ValidateArgs, kernel: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn vm_error(e: vm::VmError) -> anyhow::Error {
+pub fn vm_error(e: vm::VmError) -> anyhow::Error {
     match e {
         vm::VmError::Usage(m) => UserError(m).into(),
         e => anyhow::anyhow!(e.to_string()),

@@ -25,7 +25,7 @@
 use serde::Serialize;
 
 use crate::plan::{DEFAULT_MAX_EVENTS, Plan, RunKey};
-use crate::runner::{Better, CounterRecord, RunRecord, WorkloadLine};
+use crate::runner::{Better, CounterRecord, GuestInfo, RunRecord, WorkloadLine};
 use crate::stats::{Summary, TTest, paired_t, welch_t};
 use crate::store::{Store, StoredRun, VERSION};
 use crate::{LabError, spec, words};
@@ -289,7 +289,9 @@ pub fn select_stored(store: &Store, base: Option<&str>, variants: &[String]) -> 
         if let Some((n, s)) = known.iter().find(|(n, _)| n == text.trim()) {
             return Ok((n.clone(), s.clone()));
         }
+        // A real kernel's runs are keyed `vm:KERNEL SPEC`: taken as written.
         let full = match base_full {
+            _ if text.trim().starts_with("vm:") => text.trim().to_string(),
             Some(b) => spec::full_variant(text, b),
             None => spec::full_base(text),
         };
@@ -353,6 +355,7 @@ pub fn build(samples: &[Sample], sel: &Selection, opts: CompareOptions) -> Resul
         grouped[i].1.push(s);
     }
     let mut groups = Vec::new();
+    let mut guests: Vec<Option<GuestInfo>> = Vec::new();
     for (k, in_group) in grouped {
         // One arm per variant; `part` None is the foreground metric, Some(k) background k's.
         let arm_of = |name: &str, spec: &str, part: Option<usize>| -> Result<Option<Arm>, LabError> {
@@ -400,7 +403,7 @@ pub fn build(samples: &[Sample], sel: &Selection, opts: CompareOptions) -> Resul
                 counters,
             }))
         };
-        let Some(base) = arm_of(&sel.base.0, &sel.base.1, None)? else { continue };
+        let Some(mut base) = arm_of(&sel.base.0, &sel.base.1, None)? else { continue };
         #[allow(clippy::expect_used, reason = "arm_of returned the base arm, so the group has base runs")]
         let first = in_group.iter().find(|s| s.variant == sel.base.0).expect("base has runs");
         let (metric, better) = (first.record.metric_name.clone(), first.record.better);
@@ -433,7 +436,33 @@ pub fn build(samples: &[Sample], sel: &Selection, opts: CompareOptions) -> Resul
                 variants: results,
             });
         }
-        let reproduce = reproduce_line(&[k.0.to_string()], &[k.1.to_vec()], &base.seeds, k.2, k.3, sel);
+        let guest = first.record.vm.as_ref();
+        let reproduce = match guest {
+            Some(g) => vm_reproduce_line(g, k.0, k.1, &base.seeds, sel),
+            None => reproduce_line(&[k.0.to_string()], &[k.1.to_vec()], &base.seeds, k.2, k.3, sel),
+        };
+        if guest.is_some() {
+            // What a real kernel does not count is n/a in every arm, never a made-up 0.
+            let mut unmeasured: Vec<&str> = Vec::new();
+            for g in in_group.iter().filter_map(|s| s.record.vm.as_ref()) {
+                for u in &g.unmeasured {
+                    if !unmeasured.contains(&u.as_str()) {
+                        unmeasured.push(u);
+                    }
+                }
+            }
+            let idx: Vec<usize> =
+                COUNTERS.iter().enumerate().filter(|(_, c)| unmeasured.contains(c)).map(|(i, _)| i).collect();
+            let arms = std::iter::once(&mut base).chain(variants.iter_mut().filter_map(|v| v.arm.as_mut()));
+            for a in arms {
+                for &i in &idx {
+                    if let Some(c) = a.counters.get_mut(i) {
+                        *c = f64::NAN;
+                    }
+                }
+            }
+        }
+        guests.push(guest.cloned());
         groups.push(Group {
             topology: k.0.to_string(),
             workload: k.1.to_vec(),
@@ -450,14 +479,55 @@ pub fn build(samples: &[Sample], sel: &Selection, opts: CompareOptions) -> Resul
     if groups.is_empty() {
         return Err(LabError::Input(format!("no runs of the base `{}` to compare with", sel.base.0)));
     }
+    // Runs of real kernels only: the header says so instead of the model's seeds.
+    let origin = match guests.first() {
+        Some(Some(g)) if guests.iter().all(Option::is_some) => Some(Origin {
+            title: format!(
+                "schedlab {VERSION} compare: stored runs of a real kernel under qemu ({}, {})",
+                g.kernel,
+                g.accel.to_uppercase()
+            ),
+            notes: vec![
+                "one measured run per boot; \"seed\" i is round i of the boots (paired across variants)".to_string(),
+                format!("n/a: not counted by the kernel or needing a trace: {}", g.unmeasured.join(", ")),
+            ],
+            reproduce: groups.iter().map(|g| g.reproduce.clone()).collect::<Vec<_>>().join("; "),
+            unit: "boots".into(),
+        }),
+        _ => None,
+    };
     Ok(Comparison {
         schedlab_version: VERSION.to_string(),
         options: opts,
         base: sel.base.0.clone(),
         variants: sel.variants.iter().map(|v| v.0.clone()).collect(),
         groups,
-        origin: None,
+        origin,
     })
+}
+
+/// The SPEC a real kernel was told, from its stored key `vm:KERNEL SPEC`.
+pub fn guest_spec<'a>(stored: &'a str, kernel: &str) -> &'a str {
+    stored.strip_prefix("vm:").and_then(|s| s.strip_prefix(kernel)).map_or(stored, str::trim)
+}
+
+/// The `schedlab compare --vm` command line that reboots a group of real-kernel runs: rounds
+/// are "seeds" `seed..seed+runs`.
+pub fn vm_reproduce_line(g: &GuestInfo, topology: &str, workload: &[String], seeds: &[u64], sel: &Selection) -> String {
+    let mut cmd = format!(
+        "schedlab compare --vm {} --accel {} --topology {} --seed {} --runs {} --warmup {}",
+        words::quote(&g.kernel),
+        g.accel,
+        words::quote(topology),
+        seeds.first().copied().unwrap_or(1),
+        seeds.len(),
+        g.warmup
+    );
+    cmd += &format!(" --base {}", words::quote(guest_spec(&sel.base.1, &g.kernel)));
+    for (_, spec) in &sel.variants {
+        cmd += &format!(" --variant {}", words::quote(guest_spec(spec, &g.kernel)));
+    }
+    cmd + " " + &words::join(workload)
 }
 
 /// The % change of `new` against `base`, positive = better.

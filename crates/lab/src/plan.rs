@@ -30,6 +30,24 @@
 //! spec = "+next-buddy-eevdf"    # no preset: applies on top of the base variant
 //! ```
 //!
+//! Real kernels under qemu run as `[[vm]]` tables, one `compare --vm` each, with the keys of
+//! its flags (run by `schedlab sweep`, which boots them after the model's runs; `compare
+//! --plan` runs only the model):
+//!
+//! ```toml
+//! [[vm]]
+//! name = "6.12"                 # optional; default vm[i]
+//! vm = "linux-image-6.12.117+deb13-amd64"   # a Debian kernel package or an image path
+//! topology = "smp:2"            # smp:N (default smp:2)
+//! base = "default"              # guest SPECs: default, FEATURE/NO_FEATURE, preempt=, sysctls
+//! variant = ["NO_WAKEUP_PREEMPTION"]
+//! runs = 3                      # boots per variant (default 3); warmup = 1, seed = 1,
+//! workload = "hackbench -p -g 1 -l 200"     # accel = "auto", timeout = 900 (per boot)
+//! ```
+//!
+//! A plan may hold only `[[vm]]` tables. Their boots are numbered after the model's runs
+//! ([`Plan::vm_first_index`]), so shards divide them too.
+//!
 //! A workload line may itself start with `--cpus LIST`, `--background 'CMD'`, `--autogroup`,
 //! `--cgroup` and `--cgroup-weight` (see [`runner::WorkloadLine`]); the plan's `cpus`,
 //! `background`, `autogroup`, `cgroup` and `cgroup_weight` are put in front of every line (the
@@ -91,6 +109,41 @@ pub struct Plan {
     pub seeds: Vec<u64>,
     pub duration_ns: u64,
     pub max_events: u64,
+    /// Runs on real kernels under qemu (`[[vm]]` tables), numbered after the model's runs.
+    pub vm: Vec<VmPlan>,
+}
+
+/// A `[[vm]]` table of a plan: one `compare --vm`, with the same keys as its flags. The guest
+/// SPECs, the topology and the kernel are checked by the `vm` crate before anything boots; here
+/// only what needs no guest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VmPlan {
+    /// `name`, default `vm[i]` (for messages).
+    pub name: String,
+    /// `vm`: a Debian kernel package or a kernel image path, as `compare --vm`.
+    pub vm: String,
+    /// `topology`: `smp:N` (default `smp:2`).
+    pub topology: String,
+    /// `base` (default `default`) and `variant`, a list of guest SPECs.
+    pub base: String,
+    pub variants: Vec<String>,
+    /// `runs`: boots per variant (default 3); `warmup`: repetitions discarded in each boot
+    /// (default 1); `seed`: the boot order's seed and the first "seed" of the rounds (default 1).
+    pub runs: u32,
+    pub warmup: u32,
+    pub seed: u64,
+    /// `accel`: `auto`, `kvm` or `tcg` (default `auto`); `timeout`: seconds per boot (900).
+    pub accel: String,
+    pub timeout_s: u64,
+    /// `workload`: one workload line.
+    pub workload: Vec<String>,
+}
+
+impl VmPlan {
+    /// Boots in the table: one per variant (the base included) and round.
+    pub fn boot_count(&self) -> usize {
+        self.runs as usize * (1 + self.variants.len())
+    }
 }
 
 /// One run of a plan, by indices.
@@ -131,8 +184,22 @@ impl Plan {
         out
     }
 
+    /// The model's runs (what [`Plan::runs`] lists).
     pub fn run_count(&self) -> usize {
         self.topologies.len() * self.variants.len() * self.workloads.len() * self.seeds.len()
+    }
+
+    /// The number of the first boot of `[[vm]]` table `t` among all the plan's runs: the
+    /// tables' boots follow the model's runs, table by table, and inside a table round by
+    /// round, base first then the variants in order (what shards divide; the boot order inside
+    /// a round is drawn from the table's seed).
+    pub fn vm_first_index(&self, t: usize) -> usize {
+        self.run_count() + self.vm[..t].iter().map(VmPlan::boot_count).sum::<usize>()
+    }
+
+    /// Every run of the plan: the model's and the boots of the `[[vm]]` tables.
+    pub fn total_count(&self) -> usize {
+        self.vm_first_index(self.vm.len())
     }
 
     pub fn request(&self, slot: &RunSlot) -> RunRequest {
@@ -315,6 +382,7 @@ impl Plan {
             seeds: f.seeds,
             duration_ns: (f.duration_s * 1e9).round() as u64,
             max_events: f.max_events,
+            vm: Vec::new(),
         };
         if plan.run_count() > MAX_RUNS {
             return Err(input(format!("{} runs is more than the limit of {MAX_RUNS}", plan.run_count())));
@@ -357,6 +425,26 @@ struct RawPlan {
     cgroup_weight: Option<Spanned<Vec<Spanned<String>>>>,
     #[serde(default)]
     variant: Vec<RawVariant>,
+    #[serde(default)]
+    vm: Vec<RawVm>,
+}
+
+/// A `[[vm]]` table: the keys of `compare --vm`'s flags.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawVm {
+    name: Option<Spanned<String>>,
+    vm: Spanned<String>,
+    topology: Option<Spanned<String>>,
+    base: Option<Spanned<String>>,
+    #[serde(default)]
+    variant: Vec<Spanned<String>>,
+    runs: Option<Spanned<u32>>,
+    warmup: Option<Spanned<u32>>,
+    seed: Option<Spanned<u64>>,
+    accel: Option<Spanned<String>>,
+    timeout: Option<Spanned<u64>>,
+    workload: Spanned<String>,
 }
 
 /// `autogroup = "on"`/`"off"` (as the flag) or `true`/`false`.
@@ -439,9 +527,24 @@ pub fn parse_plan(text: &str, origin: &str) -> Result<Plan, LabError> {
         }
     }
 
+    let vm = parse_vm_tables(&raw.vm, &at)?;
+    if raw.variant.is_empty() && raw.workloads.is_none() && !vm.is_empty() {
+        // Only real kernels: no model runs.
+        return Ok(Plan {
+            origin: origin.to_string(),
+            topologies,
+            variants: Vec::new(),
+            base: 0,
+            workloads: Vec::new(),
+            seeds: Vec::new(),
+            duration_ns: 0,
+            max_events: DEFAULT_MAX_EVENTS,
+            vm,
+        });
+    }
     if raw.variant.is_empty() {
         return Err(LabError::Input(format!(
-            "{origin}: field `variant`: missing: add at least one [[variant]] table with a `spec`"
+            "{origin}: field `variant`: missing: add at least one [[variant]] table with a `spec` (or only [[vm]] tables)"
         )));
     }
     let names: Vec<String> = raw
@@ -590,6 +693,7 @@ pub fn parse_plan(text: &str, origin: &str) -> Result<Plan, LabError> {
         seeds,
         duration_ns: (duration_s * 1e9).round() as u64,
         max_events,
+        vm,
     };
     if plan.run_count() > MAX_RUNS {
         return Err(LabError::Input(format!(
@@ -598,6 +702,85 @@ pub fn parse_plan(text: &str, origin: &str) -> Result<Plan, LabError> {
         )));
     }
     Ok(plan)
+}
+
+/// The `[[vm]]` tables, checked for what needs no guest: a workload line that splits and
+/// names a workload, counts and an accelerator in range, names not given twice.
+fn parse_vm_tables(raw: &[RawVm], at: &dyn Fn(usize, &str, String) -> LabError) -> Result<Vec<VmPlan>, LabError> {
+    let mut out: Vec<VmPlan> = Vec::new();
+    for (i, t) in raw.iter().enumerate() {
+        let field = |k: &str| format!("vm[{i}].{k}");
+        let name = t.name.as_ref().map_or_else(|| format!("vm[{i}]"), |n| n.get_ref().trim().to_string());
+        if let Some(n) = &t.name
+            && (name.is_empty() || out.iter().any(|o| o.name == name))
+        {
+            return Err(at(n.span().start, &field("name"), format!("`{name}` is empty or names another [[vm]] table")));
+        }
+        if t.vm.get_ref().trim().is_empty() {
+            return Err(at(t.vm.span().start, &field("vm"), "empty: a Debian kernel package or an image path".into()));
+        }
+        let workload =
+            words::split(t.workload.get_ref()).map_err(|e| at(t.workload.span().start, &field("workload"), e))?;
+        match workload.first() {
+            None => return Err(at(t.workload.span().start, &field("workload"), "empty workload".into())),
+            Some(w) if !workload::bench::BENCHMARKS.contains(&w.as_str()) => {
+                return Err(at(
+                    t.workload.span().start,
+                    &field("workload"),
+                    format!(
+                        "`{w}` is not a benchmark a guest runs (one of {})",
+                        workload::bench::BENCHMARKS.join(", ")
+                    ),
+                ));
+            }
+            Some(_) => {}
+        }
+        let runs = t.runs.as_ref().map_or(3, |r| *r.get_ref());
+        if let Some(r) = &t.runs
+            && (runs == 0 || runs > 10_000)
+        {
+            return Err(at(r.span().start, &field("runs"), format!("{runs}: give 1..=10000 boots per variant")));
+        }
+        let accel = t.accel.as_ref().map_or_else(|| "auto".to_string(), |a| a.get_ref().clone());
+        if let Some(a) = &t.accel
+            && !["auto", "kvm", "tcg"].contains(&accel.as_str())
+        {
+            return Err(at(a.span().start, &field("accel"), format!("`{accel}`: expected auto, kvm or tcg")));
+        }
+        let timeout_s = t.timeout.as_ref().map_or(900, |x| *x.get_ref());
+        if let Some(x) = &t.timeout
+            && timeout_s == 0
+        {
+            return Err(at(x.span().start, &field("timeout"), "must be at least 1 second".into()));
+        }
+        let seed = t.seed.as_ref().map_or(1, |s| *s.get_ref());
+        if let Some(s) = &t.seed
+            && seed.checked_add(u64::from(runs)).is_none_or(|end| end > i64::MAX as u64)
+        {
+            return Err(at(s.span().start, &field("seed"), "the rounds' seeds would exceed 2^63 - 1".into()));
+        }
+        if t.variant.is_empty() {
+            return Err(at(
+                t.vm.span().start,
+                &field("variant"),
+                "missing: list the guest SPECs to compare with `base`".into(),
+            ));
+        }
+        out.push(VmPlan {
+            name,
+            vm: t.vm.get_ref().trim().to_string(),
+            topology: t.topology.as_ref().map_or_else(|| "smp:2".to_string(), |x| x.get_ref().clone()),
+            base: t.base.as_ref().map_or_else(|| "default".to_string(), |x| x.get_ref().clone()),
+            variants: t.variant.iter().map(|v| v.get_ref().clone()).collect(),
+            runs,
+            warmup: t.warmup.as_ref().map_or(1, |w| *w.get_ref()),
+            seed,
+            accel,
+            timeout_s,
+            workload,
+        });
+    }
+    Ok(out)
 }
 
 /// A TOML error as `origin:line:column: message`, naming the key when the message does not.

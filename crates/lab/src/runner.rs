@@ -586,6 +586,28 @@ pub struct RunRecord {
     /// The metrics of the workloads run beside the foreground one (`--background`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub background: Vec<PartMetric>,
+    /// Set when the run was measured on a real kernel booted under qemu (`compare --vm`, a
+    /// plan's `[[vm]]`), not simulated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vm: Option<GuestInfo>,
+}
+
+/// How a run on a real kernel under qemu was measured: what a table from stored runs says
+/// about it and how it reruns.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GuestInfo {
+    /// The `--vm` argument: a Debian kernel package or an image path.
+    pub kernel: String,
+    /// `kvm` or `tcg`, as `--accel` takes it.
+    pub accel: String,
+    /// Repetitions discarded before the measured one in its boot.
+    pub warmup: u32,
+    /// The guest kernel's HZ (from its config) and the preemption model it reported in force.
+    pub hz: Option<u32>,
+    pub preempt: Option<String>,
+    /// The counters (as [`crate::compare::COUNTERS`] names them) the run could not measure:
+    /// shown as n/a, never as 0.
+    pub unmeasured: Vec<String>,
 }
 
 /// The run-wide counters, by their schedstat names.
@@ -671,5 +693,6 @@ pub fn run_one(req: &RunRequest) -> Result<RunRecord, String> {
         counters: CounterRecord::from(&report.counters),
         wakeup_latency_ns: [lat.p50, lat.p90, lat.p99, lat.max],
         background: (wl.background)(&report),
+        vm: None,
     })
 }

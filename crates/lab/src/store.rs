@@ -241,6 +241,44 @@ impl Store {
         Ok(())
     }
 
+    /// Records one variant name (`position` 0 for a base), keeping a position already recorded
+    /// for that name: the runs of real kernels (`vm:` SPECs) name their variants by their SPEC.
+    pub fn record_variant(&self, name: &str, spec: &str, position: i64) -> Result<(), LabError> {
+        self.conn()
+            .execute(
+                "INSERT INTO variants (name, spec, position) VALUES (?1, ?2, ?3) ON CONFLICT(name) DO NOTHING",
+                params![name, spec, position],
+            )
+            .map_err(|e| db_err(&self.path, e))?;
+        Ok(())
+    }
+
+    /// The stored run of this version with this key, if any.
+    pub fn get(&self, key: &RunKey) -> Result<Option<StoredRun>, LabError> {
+        let conn = self.conn();
+        let workload = serde_json::to_string(&key.workload).map_err(|e| db_err(&self.path, e))?;
+        let row = conn
+            .query_row(
+                "SELECT variant_name, record FROM runs WHERE schedlab_version = ?1 AND spec = ?2 AND topology = ?3 \
+                 AND workload = ?4 AND seed = ?5 AND duration_ns = ?6 AND max_events = ?7",
+                params![
+                    VERSION,
+                    key.spec,
+                    key.topology,
+                    workload,
+                    key.seed as i64,
+                    key.duration_ns as i64,
+                    key.max_events as i64
+                ],
+                |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)),
+            )
+            .optional()
+            .map_err(|e| db_err(&self.path, e))?;
+        let Some((variant_name, record)) = row else { return Ok(None) };
+        let record: RunRecord = serde_json::from_str(&record).map_err(|e| db_err(&self.path, e))?;
+        Ok(Some(StoredRun { version: VERSION.to_string(), variant_name, key: key.clone(), record }))
+    }
+
     /// The recorded variant names and full SPECs, base first.
     pub fn variants(&self) -> Result<Vec<(String, String)>, LabError> {
         let conn = self.conn();

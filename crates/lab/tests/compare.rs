@@ -219,3 +219,73 @@ fn same_output_on_one_and_several_threads() {
     assert!(one[0].lines().all(|l| l.len() <= report::TEXT_WIDTH), "{}", one[0]);
     assert!(one[0].contains("rtapp") && one[0].contains("periodic.json"));
 }
+
+/// Runs of a real kernel (`compare --vm --out`, a plan's `[[vm]]`) read back from the store:
+/// by their `vm:` SPECs, the counters the kernel does not keep n/a (not 0), a header saying
+/// where they came from, and a `compare --vm` line that reboots them.
+#[test]
+fn stored_real_kernel_runs_compare_with_their_origin() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = lab::store::Store::create(dir.path()).unwrap();
+    let mut t = template();
+    t.vm = Some(lab::runner::GuestInfo {
+        kernel: "linux-image-6.12.117+deb13-amd64".into(),
+        accel: "tcg".into(),
+        warmup: 1,
+        hz: Some(250),
+        preempt: Some("voluntary".into()),
+        unmeasured: vec!["nr_wakeup_preemptions".into(), "nr_ipis".into()],
+    });
+    let workload: Vec<String> = ["hackbench", "-p", "-g", "1", "-l", "200"].map(String::from).to_vec();
+    for (spec, metric) in [("default", 1.2), ("NO_WAKEUP_PREEMPTION", 0.6)] {
+        let full = format!("vm:linux-image-6.12.117+deb13-amd64 {spec}");
+        store.record_variant(&full, &full, if spec == "default" { 0 } else { 2 }).unwrap();
+        for seed in 4..7 {
+            let mut r = t.clone();
+            r.metric = metric + seed as f64 / 100.0;
+            r.counters.nr_wakeup_preemptions = 0;
+            let key = RunKey {
+                spec: full.clone(),
+                topology: "smp:2".into(),
+                workload: workload.clone(),
+                seed,
+                duration_ns: 0,
+                max_events: 0,
+            };
+            assert!(store.insert(&full, &key, &r, 1.0).unwrap());
+            assert_eq!(store.get(&key).unwrap().unwrap().record, r, "read back as written");
+        }
+    }
+    // The base by default is the one recorded at position 0.
+    let stored = lab::compare::select_stored(&store, None, &[]).unwrap();
+    assert_eq!(stored.selection.base.1, "vm:linux-image-6.12.117+deb13-amd64 default");
+    let by_spec = lab::compare::select_stored(
+        &store,
+        Some("vm:linux-image-6.12.117+deb13-amd64 default"),
+        &["vm:linux-image-6.12.117+deb13-amd64 NO_WAKEUP_PREEMPTION".to_string()],
+    )
+    .unwrap();
+    assert_eq!(by_spec.samples.len(), 6);
+    let c = lab::compare::build(&stored.samples, &stored.selection, OPTS).unwrap();
+    let g = &c.groups[0];
+    let at = |name: &str| lab::compare::COUNTERS.iter().position(|c| *c == name).unwrap();
+    assert!(g.base.counters[at("nr_wakeup_preemptions")].is_nan() && g.base.counters[at("nr_ipis")].is_nan());
+    assert!(g.variants[0].arm.as_ref().unwrap().counters[at("nr_ipis")].is_nan());
+    assert!(!g.base.counters[at("nr_switches")].is_nan());
+    assert_eq!(g.variants[0].mark, Mark::Improvement);
+    assert_eq!(
+        g.reproduce,
+        "schedlab compare --vm linux-image-6.12.117+deb13-amd64 --accel tcg --topology smp:2 --seed 4 --runs 3 \
+         --warmup 1 --base default --variant NO_WAKEUP_PREEMPTION hackbench -p -g 1 -l 200"
+    );
+    let origin = c.origin.as_ref().unwrap();
+    assert!(
+        origin.title.contains("real kernel under qemu (linux-image-6.12.117+deb13-amd64, TCG)"),
+        "{}",
+        origin.title
+    );
+    let text = lab::report::render(&c, lab::report::Format::Table);
+    assert!(text.contains("over 3 boots"), "{text}");
+    let ipis = text.lines().find(|l| l.starts_with("nr_ipis")).unwrap();
+    assert!(ipis.contains("n/a") && !ipis.contains(" 0 "), "{ipis}");
+}

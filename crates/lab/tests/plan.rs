@@ -111,3 +111,50 @@ fn errors_name_file_line_and_field() {
         }
     }
 }
+
+const VM_TABLE: &str = "\n[[vm]]\nvm = \"linux-image-6.12.117+deb13-amd64\"\nvariant = [\"NO_WAKEUP_PREEMPTION\"]\n\
+    workload = \"hackbench -p -g 1 -l 200\"\n";
+
+/// `[[vm]]` tables (#15): one `compare --vm` each, with its flags' keys and defaults, numbered
+/// after the model's runs; a plan may hold only them.
+#[test]
+fn vm_tables_name_real_kernel_runs() {
+    let plan = parse_plan(&(plan_text("", TWO_VARIANTS) + VM_TABLE), "plan.toml").unwrap();
+    assert_eq!(plan.run_count(), 12);
+    let t = &plan.vm[0];
+    assert_eq!(
+        (t.name.as_str(), t.vm.as_str(), t.topology.as_str()),
+        ("vm[0]", "linux-image-6.12.117+deb13-amd64", "smp:2")
+    );
+    assert_eq!((t.base.as_str(), t.variants.as_slice()), ("default", &["NO_WAKEUP_PREEMPTION".to_string()][..]));
+    assert_eq!((t.runs, t.warmup, t.seed, t.accel.as_str(), t.timeout_s), (3, 1, 1, "auto", 900));
+    assert_eq!(t.workload, ["hackbench", "-p", "-g", "1", "-l", "200"]);
+    assert_eq!((t.boot_count(), plan.vm_first_index(0), plan.total_count()), (6, 12, 18));
+
+    let only =
+        parse_plan(&format!("{VM_TABLE}{}", VM_TABLE.replace("[[vm]]", "[[vm]]\nname = \"two\"\nruns = 2")), "p")
+            .unwrap();
+    assert_eq!((only.run_count(), only.vm.len(), only.vm_first_index(1), only.total_count()), (0, 2, 6, 10));
+    assert!(only.variants.is_empty() && only.workloads.is_empty());
+}
+
+#[test]
+fn bad_vm_tables_name_the_field() {
+    let cases = [
+        ("runs = 0\n", "vm[0].runs", "1..=10000"),
+        ("accel = \"hvf\"\n", "vm[0].accel", "auto, kvm or tcg"),
+        ("timeout = 0\n", "vm[0].timeout", "at least 1 second"),
+        ("bogus = 1\n", "bogus", "unknown field"),
+    ];
+    for (extra, field, why) in cases {
+        let text = VM_TABLE.replace("[[vm]]\n", &format!("[[vm]]\n{extra}"));
+        let e = input_error(&text);
+        assert!(e.contains(field) && e.contains(why), "{extra}: {e}");
+    }
+    let e = input_error(&VM_TABLE.replace("hackbench -p", "rtapp x.json"));
+    assert!(e.contains("field `vm[0].workload`") && e.contains("not a benchmark a guest runs"), "{e}");
+    let e = input_error(&VM_TABLE.replace("variant = [\"NO_WAKEUP_PREEMPTION\"]\n", ""));
+    assert!(e.contains("field `vm[0].variant`: missing"), "{e}");
+    let e = input_error(&VM_TABLE.replace("vm = \"linux", "name = \"a\"\nvm = \"linux").repeat(2));
+    assert!(e.contains("vm[1].name") && e.contains("`a`"), "{e}");
+}

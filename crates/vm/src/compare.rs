@@ -11,7 +11,7 @@
 
 use lab::compare::{CompareOptions, Comparison, Origin, Sample, Selection};
 use lab::plan::RunKey;
-use lab::runner::{Better, CounterRecord, RunRecord};
+use lab::runner::{Better, CounterRecord, GuestInfo, RunRecord};
 use serde_json::Value;
 
 use crate::VmError;
@@ -112,6 +112,7 @@ pub fn record(run: &GuestRun, variant: &str, release: &str, topology: &str, seed
         },
         wakeup_latency_ns: [0; 4],
         background: vec![],
+        vm: None,
     }
 }
 
@@ -125,15 +126,15 @@ fn nulls(run: &GuestRun) -> Vec<&'static str> {
         .collect()
 }
 
-/// Boots `runs` rounds of every variant and builds the comparison.
-pub fn compare(req: &CompareRequest, note: &(dyn Fn(&str) + Sync)) -> Result<VmComparison, VmError> {
-    if req.runs == 0 {
-        return Err(VmError::Usage("--runs 0: at least one boot per variant".into()));
-    }
-    if req.workload.is_empty() {
-        return Err(VmError::Usage("no workload given (e.g. `hackbench -p -g 1 -l 200`)".into()));
-    }
-    // Every SPEC is checked before anything boots.
+/// The counters a guest run could not measure: [`GUEST_UNMEASURED`] and those it left `null`.
+pub fn unmeasured(run: &GuestRun) -> Vec<String> {
+    let mut out: Vec<String> = GUEST_UNMEASURED.iter().map(|s| s.to_string()).collect();
+    out.extend(nulls(run).into_iter().filter(|k| !GUEST_UNMEASURED.contains(k)).map(String::from));
+    out
+}
+
+/// Every SPEC of a request parsed (base first), before anything boots; names must differ.
+pub fn variants(req: &CompareRequest) -> Result<Vec<GuestVariant>, VmError> {
     let base = spec::parse(&req.base, None, "--base")?;
     let mut all: Vec<GuestVariant> = vec![base.clone()];
     for v in &req.variants {
@@ -144,18 +145,101 @@ pub fn compare(req: &CompareRequest, note: &(dyn Fn(&str) + Sync)) -> Result<VmC
             return Err(VmError::Usage(format!("--variant `{}`: given twice (or the same as --base)", v.name)));
         }
     }
-    let mut session = Session::new(&req.session, note)?;
-    let topology = format!("smp:{}", session.nr_cpus);
-    let kernel_label = session.kernel.label.clone();
-    let mut samples = Vec::new();
-    let mut schedstat = Vec::new();
-    let mut boots = Vec::new();
-    let mut release = String::new();
-    let mut unmeasured: Vec<&str> = GUEST_UNMEASURED.to_vec();
-    let total = req.runs as usize * all.len();
+    Ok(all)
+}
+
+/// The results store's key of a boot's measured run: SPEC `vm:KERNEL SPEC` (the kernel as
+/// `--vm` names it, the guest SPEC in force), topology `smp:N`, the workload, "seed"
+/// `seed + round` (so `--seed S --runs N` are seeds S..S+N, as the model's), and no time or
+/// event bound (0, which no model run has). Accelerator and warm-up are not part of it.
+pub fn run_key(kernel_label: &str, v: &GuestVariant, nr_cpus: u32, workload: &[String], seed: u64) -> RunKey {
+    RunKey {
+        spec: format!("vm:{kernel_label} {}", v.spec),
+        topology: format!("smp:{nr_cpus}"),
+        workload: workload.to_vec(),
+        seed,
+        duration_ns: 0,
+        max_events: 0,
+    }
+}
+
+/// Where the boots' runs go and which boots to make.
+pub struct Boots<'a> {
+    /// Store every measured run as it finishes; a boot whose run is stored already is not
+    /// booted again (its stored run is used).
+    pub store: Option<&'a lab::store::Store>,
+    /// Only the boots whose number (round × variants + variant, base 0) this accepts.
+    pub only: &'a (dyn Fn(usize) -> bool + Sync),
+    /// Set (by a signal handler): boot nothing more.
+    pub cancel: Option<&'a std::sync::atomic::AtomicBool>,
+}
+
+/// What [`boot_rounds`] did.
+pub struct BootsDone {
+    /// Every selected boot's run (booted now or stored before), in boot order, labelled with
+    /// the variant's name as typed.
+    pub samples: Vec<Sample>,
+    /// For each sample, the `/proc/schedstat` delta (`None` for a stored run).
+    pub schedstat: Vec<Option<crate::schedstat::Totals>>,
+    /// `(round, variant name, boot seconds, seconds in all, retried oopses)` of the boots made.
+    pub boots: Vec<(u32, String, Option<f64>, f64, usize)>,
+    /// Boots skipped because their run was stored.
+    pub already: usize,
+    /// Boots not made because of `cancel`.
+    pub cancelled: usize,
+    /// The session, if anything was booted.
+    pub session: Option<Session>,
+}
+
+/// Boots `runs` rounds of every variant (the boots `into.only` selects), each round in its
+/// seeded order, storing each measured run in `into.store` as it finishes. The session (the
+/// kernel fetched, the initramfs built) is made at the first boot needed.
+pub fn boot_rounds(
+    req: &CompareRequest,
+    all: &[GuestVariant],
+    into: &Boots<'_>,
+    note: &(dyn Fn(&str) + Sync),
+) -> Result<BootsDone, VmError> {
+    let label = req.session.kernel.label();
+    let nr_cpus = req.session.nr_cpus;
+    let mut done = BootsDone {
+        samples: Vec::new(),
+        schedstat: Vec::new(),
+        boots: Vec::new(),
+        already: 0,
+        cancelled: 0,
+        session: None,
+    };
+    let total = (0..req.runs as usize * all.len()).filter(|&i| (into.only)(i)).count();
+    let lab_err = |e: lab::LabError| VmError::System(e.to_string());
+    if let Some(store) = into.store {
+        for (vi, v) in all.iter().enumerate() {
+            let key = run_key(&label, v, nr_cpus, &req.workload, req.seed);
+            store.record_variant(&key.spec, &key.spec, if vi == 0 { 0 } else { 1 + vi as i64 }).map_err(lab_err)?;
+        }
+    }
     for round in 0..req.runs {
         for vi in boot_order(req.seed, round, all.len()) {
+            if !(into.only)(round as usize * all.len() + vi) {
+                continue;
+            }
             let v = &all[vi];
+            let seed = req.seed.wrapping_add(u64::from(round));
+            let key = run_key(&label, v, nr_cpus, &req.workload, seed);
+            if let Some(stored) = into.store.map(|s| s.get(&key)).transpose().map_err(lab_err)?.flatten() {
+                done.already += 1;
+                done.samples.push(Sample { variant: v.name.clone(), key, record: stored.record });
+                done.schedstat.push(None);
+                continue;
+            }
+            if into.cancel.is_some_and(|c| c.load(std::sync::atomic::Ordering::SeqCst)) {
+                done.cancelled += 1;
+                continue;
+            }
+            let session = match &mut done.session {
+                Some(s) => s,
+                None => done.session.insert(Session::new(&req.session, note)?),
+            };
             let plan = GuestPlan {
                 settings: v.settings.clone(),
                 calibrate: None,
@@ -164,47 +248,88 @@ pub fn compare(req: &CompareRequest, note: &(dyn Fn(&str) + Sync)) -> Result<VmC
                 workload: req.workload.clone(),
                 builtin: true,
             };
-            note(&format!("vm: boot {}/{total}: {} ({}), round {}", boots.len() + 1, label(vi), v.name, round + 1));
+            note(&format!(
+                "vm: boot {}/{total}: {} ({}), round {}",
+                done.boots.len() + done.already + 1,
+                label_of(vi),
+                v.name,
+                round + 1
+            ));
+            let started = std::time::Instant::now();
             let b =
                 session.boot(&plan, &format!("{} `{}`", if vi == 0 { "--base" } else { "--variant" }, v.name), note)?;
-            release = b.console.release.clone().unwrap_or_default();
-            let seed = u64::from(round) + 1;
+            let release = b.console.release.clone().unwrap_or_default();
+            let (hz, preempt) = session.kernel.sched_config();
             for run in &b.runs {
-                for k in nulls(run) {
-                    if !unmeasured.contains(&k) {
-                        unmeasured.push(k);
-                    }
-                }
-                samples.push(Sample {
-                    variant: v.name.clone(),
-                    key: RunKey {
-                        spec: format!("vm:{kernel_label} {}", v.spec),
-                        topology: topology.clone(),
-                        workload: req.workload.clone(),
-                        seed,
-                        duration_ns: 0,
-                        max_events: 0,
-                    },
-                    record: record(run, &v.name, &release, &topology, seed),
+                let unmeasured = unmeasured(run);
+                let mut record = record(run, &v.name, &release, &key.topology, seed);
+                record.vm = Some(GuestInfo {
+                    kernel: label.clone(),
+                    accel: if session.accel == crate::Accel::Kvm { "kvm" } else { "tcg" }.into(),
+                    warmup: req.warmup,
+                    hz,
+                    preempt: preempt.map(String::from),
+                    unmeasured,
                 });
-                schedstat.push(run.schedstat_delta().ok());
+                if let Some(store) = into.store {
+                    store.insert(&key.spec, &key, &record, started.elapsed().as_secs_f64() * 1e3).map_err(lab_err)?;
+                }
+                done.samples.push(Sample { variant: v.name.clone(), key: key.clone(), record });
+                done.schedstat.push(run.schedstat_delta().ok());
             }
-            boots.push((round + 1, v.name.clone(), b.boot_secs, b.total_secs, b.retried.len()));
+            done.boots.push((round + 1, v.name.clone(), b.boot_secs, b.total_secs, b.retried.len()));
+        }
+    }
+    Ok(done)
+}
+
+/// Boots `runs` rounds of every variant and builds the comparison; with a store, runs already
+/// stored are used instead of booting again and new ones are stored.
+pub fn compare(
+    req: &CompareRequest,
+    store: Option<&lab::store::Store>,
+    note: &(dyn Fn(&str) + Sync),
+) -> Result<VmComparison, VmError> {
+    if req.runs == 0 {
+        return Err(VmError::Usage("--runs 0: at least one boot per variant".into()));
+    }
+    if req.workload.is_empty() {
+        return Err(VmError::Usage("no workload given (e.g. `hackbench -p -g 1 -l 200`)".into()));
+    }
+    // Every SPEC is checked before anything boots.
+    let all = variants(req)?;
+    let done = boot_rounds(req, &all, &Boots { store, only: &|_| true, cancel: None }, note)?;
+    if done.already > 0 {
+        note(&format!(
+            "vm: {} of {} runs were in the results store already (not booted again)",
+            done.already,
+            done.samples.len()
+        ));
+    }
+    let release =
+        done.samples.iter().rev().map(|s| s.record.kernel.clone()).find(|r| !r.is_empty()).unwrap_or_default();
+    let mut unmeasured: Vec<&str> = Vec::new();
+    for s in &done.samples {
+        for u in s.record.vm.iter().flat_map(|g| g.unmeasured.iter()) {
+            if !unmeasured.contains(&u.as_str()) {
+                unmeasured.push(u);
+            }
         }
     }
     let sel = Selection {
-        base: (base.name.clone(), base.spec.clone()),
+        base: (all[0].name.clone(), all[0].spec.clone()),
         variants: all[1..].iter().map(|v| (v.name.clone(), v.spec.clone())).collect(),
     };
     let mut comparison =
-        lab::compare::build(&samples, &sel, req.options).map_err(|e| VmError::System(e.to_string()))?;
+        lab::compare::build(&done.samples, &sel, req.options).map_err(|e| VmError::System(e.to_string()))?;
     comparison.mask_counters(&unmeasured);
-    let origin = origin(req, &session, &release, &unmeasured);
+    let guest = done.samples.iter().find_map(|s| s.record.vm.clone()).unwrap_or_default();
+    let origin = origin(req, &guest, &release, &unmeasured);
     for g in &mut comparison.groups {
         g.reproduce = origin.reproduce.clone();
     }
     comparison.origin = Some(origin);
-    Ok(VmComparison { comparison, samples, schedstat, release, boots })
+    Ok(VmComparison { comparison, samples: done.samples, schedstat: done.schedstat, release, boots: done.boots })
 }
 
 impl VmComparison {
@@ -244,7 +369,7 @@ impl VmComparison {
             n[0]
         );
         let mut header = vec!["counter".to_string()];
-        header.extend((0..names.len()).map(label));
+        header.extend((0..names.len()).map(label_of));
         let rows: Vec<Vec<String>> = (0..cols[0].len())
             .map(|i| {
                 let mut row = vec![cols[0][i].0.to_string()];
@@ -287,17 +412,17 @@ impl VmComparison {
     }
 }
 
-fn label(i: usize) -> String {
+fn label_of(i: usize) -> String {
     lab::report::label(i)
 }
 
-fn origin(req: &CompareRequest, s: &Session, release: &str, unmeasured: &[&str]) -> Origin {
-    let (hz, preempt) = s.kernel.sched_config();
+fn origin(req: &CompareRequest, g: &GuestInfo, release: &str, unmeasured: &[&str]) -> Origin {
+    let accel = if g.accel == "kvm" { crate::Accel::Kvm } else { crate::Accel::Tcg };
     let mut reproduce = format!(
         "schedlab compare --vm {} --accel {} --topology smp:{} --seed {} --runs {} --warmup {}",
         lab::words::quote(&req.vm_arg),
-        if s.accel == crate::Accel::Kvm { "kvm" } else { "tcg" },
-        s.nr_cpus,
+        if accel == crate::Accel::Kvm { "kvm" } else { "tcg" },
+        req.session.nr_cpus,
         req.seed,
         req.runs,
         req.warmup
@@ -311,11 +436,11 @@ fn origin(req: &CompareRequest, s: &Session, release: &str, unmeasured: &[&str])
         title: format!(
             "schedlab {} compare --vm: real kernel {} (release {release}) under qemu {}, {} vCPUs, HZ {}, preempt {} (built-in default)",
             lab::store::VERSION,
-            s.kernel.label,
-            s.accel.name(),
-            s.nr_cpus,
-            hz.map_or("?".into(), |h| h.to_string()),
-            preempt.unwrap_or("?"),
+            req.session.kernel.label(),
+            accel.name(),
+            req.session.nr_cpus,
+            g.hz.map_or("?".into(), |h| h.to_string()),
+            g.preempt.as_deref().unwrap_or("?"),
         ),
         notes: vec![
             format!(

@@ -7,12 +7,33 @@ use std::process::Command;
 use crate::VmError;
 
 /// Where the guest kernel comes from.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum KernelSource {
     /// A Debian binary package, e.g. `linux-image-6.12.117+deb13-amd64`.
     DebianPackage(String),
     /// A bootable image (`bzImage` or a distribution's `vmlinuz`) on the host.
     Image(PathBuf),
+}
+
+impl KernelSource {
+    /// `--vm KERNEL` (and a plan's `vm`): a path (it has a `/` or names a file) is a kernel
+    /// image, anything else a Debian package name.
+    pub fn from_arg(arg: &str) -> KernelSource {
+        if arg.contains('/') || Path::new(arg).is_file() {
+            KernelSource::Image(PathBuf::from(arg))
+        } else {
+            KernelSource::DebianPackage(arg.to_string())
+        }
+    }
+
+    /// What reports and stored runs call the kernel: the package name or the image path, as
+    /// [`resolve`] labels it (known before anything is fetched).
+    pub fn label(&self) -> String {
+        match self {
+            KernelSource::Image(p) => p.display().to_string(),
+            KernelSource::DebianPackage(name) => name.clone(),
+        }
+    }
 }
 
 /// A kernel ready to boot.
@@ -71,13 +92,13 @@ pub fn resolve(src: &KernelSource) -> Result<Kernel, VmError> {
     match src {
         KernelSource::Image(p) => {
             if !p.is_file() {
-                return Err(VmError::Usage(format!("--bzimage {}: no such file", p.display())));
+                return Err(VmError::Usage(format!("kernel image {}: no such file", p.display())));
             }
             Ok(Kernel { image: p.clone(), config: None, label: p.display().to_string() })
         }
         KernelSource::DebianPackage(name) => {
             if !valid_package_name(name) {
-                return Err(VmError::Usage(format!("--kernel-pkg {name:?}: not a Debian package name")));
+                return Err(VmError::Usage(format!("kernel package {name:?}: not a Debian package name")));
             }
             let dir = cache_dir()?.join(name);
             let image = dir.join("vmlinuz");

@@ -7,7 +7,8 @@
 //! the host), [`qemu`] (one boot, killed by pid on timeout), [`console`] (the agent's report
 //! from its serial port, oopses from the console), [`session`] (a kernel booted any number of
 //! times), [`schedstat`] (`/proc/schedstat` deltas per version), then the commands: [`run`]
-//! (`vm run`), [`compare`] (`compare --vm`: the model's A/B table from real boots) and
+//! (`vm run`), [`compare`] (`compare --vm`: the model's A/B table from real boots, optionally
+//! into the results store), [`sweep`] (a sweep plan's `[[vm]]` tables, into the store) and
 //! [`validate`] (`validate --vm`: guest beside the model with the guest's calibrated costs);
 //! [`cleanup`] is what Ctrl-C must undo.
 
@@ -23,6 +24,7 @@ pub mod run;
 pub mod schedstat;
 pub mod session;
 pub mod spec;
+pub mod sweep;
 pub mod validate;
 
 pub use cleanup::interrupt;

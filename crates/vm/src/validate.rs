@@ -112,7 +112,15 @@ fn guest_figures(run: &GuestRun, ops: Option<u64>) -> Figures {
     Figures { lat_p50_us: None, lat_p99_us: None, ..nv::sim_figures(&rec, ops) }
 }
 
-pub fn validate(req: &ValidateRequest, note: &(dyn Fn(&str) + Sync)) -> Result<VmValidation, VmError> {
+/// Boots `runs` times and runs the model beside. With a store, every guest run is stored as
+/// `compare --vm` stores its runs (key `vm:KERNEL SPEC`, smp:N, the workload, seeds
+/// `seed..seed+runs`; a run already stored under that key is kept); the model's runs are not
+/// (their machine carries the guest's calibrated costs, which no stored key names).
+pub fn validate(
+    req: &ValidateRequest,
+    store: Option<&lab::store::Store>,
+    note: &(dyn Fn(&str) + Sync),
+) -> Result<VmValidation, VmError> {
     if req.runs == 0 {
         return Err(VmError::Usage("--runs 0: at least one boot".into()));
     }
@@ -157,6 +165,28 @@ pub fn validate(req: &ValidateRequest, note: &(dyn Fn(&str) + Sync)) -> Result<V
             cost_file = b.console.cost_lines.clone();
         }
         guest.extend(b.runs.iter().map(|r| guest_figures(r, ops_n)));
+        if let Some(store) = store {
+            let label = req.session.kernel.label();
+            let seed = req.seed.wrapping_add(u64::from(i));
+            let key = crate::compare::run_key(&label, &v, nr_cpus, &req.workload, seed);
+            let (hz, preempt) = session.kernel.sched_config();
+            let lab_err = |e: lab::LabError| VmError::System(e.to_string());
+            store.record_variant(&key.spec, &key.spec, 0).map_err(lab_err)?;
+            for run in &b.runs {
+                let mut rec = record(run, &v.name, b.console.release.as_deref().unwrap_or(""), &key.topology, seed);
+                rec.vm = Some(lab::runner::GuestInfo {
+                    kernel: label.clone(),
+                    accel: if session.accel == crate::Accel::Kvm { "kvm" } else { "tcg" }.into(),
+                    warmup: req.warmup,
+                    hz,
+                    preempt: preempt.map(String::from),
+                    unmeasured: crate::compare::unmeasured(run),
+                });
+                if !store.insert(&key.spec, &key, &rec, b.total_secs * 1e3).map_err(lab_err)? {
+                    note(&format!("vm: a run of {} seed {seed} was stored already; kept that one", key.spec));
+                }
+            }
+        }
     }
     if req.calibrate {
         let keys = machine::parse_cost_toml(&cost_file.join("\n"), "the guest's calibration")
