@@ -115,3 +115,64 @@ fn unknown_selection_is_bad_input() {
         "kernel `5.10.1`: schedlab has no preset v5.10 (`schedlab kernels` lists them)"
     );
 }
+
+/// One hackbench-over-pipes run of the ground truth's `hb_pipe` on v6.12, 2 CPUs, with the
+/// launcher's `wakee_flips` given to the benchmark's first process and, optionally, the guest's
+/// kernel threads beside it; returns the benchmark tasks' (wakeups, affine attempts, involuntary
+/// switches, migrations).
+fn hb_pipe_run(flips: u32, kthreads: bool, workload: &str, seed: u64) -> (u64, u64, u64, u64) {
+    use sim::engine::{Sim, SimSetup};
+    let w = fidelity::cases::build(workload, 2).unwrap();
+    let mut tasks = w.tasks.clone();
+    for t in tasks.iter_mut().filter(|t| !t.spawned) {
+        t.wakee_flips = flips;
+    }
+    if kthreads {
+        tasks.extend(workload::kthreads::guest(2, seed));
+    }
+    let setup = SimSetup {
+        sched: sim::kernel::parse_spec("v6.12", None).unwrap().config,
+        topology: sim::topology::Topology::smp(2),
+        seed,
+        limits: sim::config::Limits { max_events: 50_000_000, max_time_ns: 60_000_000_000 },
+        tasks,
+        objects: w.objects.clone(),
+        check_invariants: false,
+        groups: Vec::new(),
+    };
+    let r = Sim::new(setup).unwrap().run().unwrap();
+    assert_eq!(r.stop, sim::engine::StopReason::AllExited);
+    let bench = r.tasks.iter().filter(|t| !t.kthread);
+    bench.fold((0, 0, 0, 0), |(w, a, i, m), t| {
+        let s = &t.stats;
+        (w + s.nr_wakeups, a + s.nr_wakeups_affine_attempts, i + s.nr_involuntary_switches, m + s.nr_migrations)
+    })
+}
+
+#[test]
+fn inherited_wakee_flips_make_hackbench_senders_wake_wide() {
+    // fork copies wakee_flips: with the launcher's flips a receiver's count reaches sd_llc_size
+    // (2) and its senders, flipping between 20 receivers, reach twice that, so wake_wide() skips
+    // wake_affine(); the real 6.12.117 and 7.3.4 guests try it at 1-5 % of hackbench wakeups.
+    let (w0, a0, _, _) = hb_pipe_run(0, false, "hb_pipe", 1);
+    let (w4, a4, _, _) = hb_pipe_run(fidelity::LAUNCHER_WAKEE_FLIPS, false, "hb_pipe", 1);
+    let (s0, s4) = (a0 as f64 / w0 as f64, a4 as f64 / w4 as f64);
+    assert!(s0 > 0.2, "flips from 0: affine attempts per wakeup {s0:.3}");
+    assert!(s4 < 0.1, "inherited flips: affine attempts per wakeup {s4:.3}");
+}
+
+#[test]
+fn guest_kernel_threads_perturb_a_ping_pong_ring() {
+    // Alone, the two-process pipe ping-pong on two CPUs never preempts and never migrates; the
+    // guest's kernel threads, waking on the CPUs it uses, preempt it now and then and push a
+    // wakee off its busy previous CPU (the real guests' 0.1-0.5 %).
+    let (_, _, i0, m0) = hb_pipe_run(fidelity::LAUNCHER_WAKEE_FLIPS, false, "pp", 1);
+    assert_eq!((i0, m0), (0, 0));
+    let (mut inv, mut mig) = (0, 0);
+    for seed in 1..=3 {
+        let (_, _, i, m) = hb_pipe_run(fidelity::LAUNCHER_WAKEE_FLIPS, true, "pp", seed);
+        inv += i;
+        mig += m;
+    }
+    assert!(inv > 0 && mig > 0, "involuntary switches {inv}, migrations {mig} over 3 seeds");
+}

@@ -93,6 +93,15 @@ pub struct TaskSpec {
     pub cgroup: Option<String>,
     /// The task group the simulation puts the task in (`SimSetup::groups`; 0 is the root).
     pub group: u32,
+    /// A kernel thread (kworker, ksoftirqd, rcu_preempt): it has no address space of its own
+    /// (switching to or from it borrows the previous `mm`, `context_switch_ns`), and it does not
+    /// keep the simulation alive: a run ends when every other task has exited.
+    pub kthread: bool,
+    /// `wakee_flips` at creation for a task the workload's launcher starts (not `spawned`):
+    /// fork copies the parent's `wakee_flips` (`dup_task_struct`; `__sched_fork` leaves it),
+    /// so a benchmark's first process carries the count of the shell that started it, and its
+    /// children carry it on. On a small LLC it decides `wake_wide()` for 1:N wakers.
+    pub wakee_flips: u32,
 }
 
 impl TaskSpec {
@@ -125,6 +134,8 @@ impl TaskSpec {
             mm: 0,
             cgroup: None,
             group: 0,
+            kthread: false,
+            wakee_flips: 0,
         }
     }
 

@@ -30,6 +30,8 @@ fn setup() -> SimSetup {
         mm: 0,
         cgroup: None,
         group: 0,
+        kthread: false,
+        wakee_flips: 0,
         ops: vec![Op::Run { ns: run }, Op::Sleep { ns: sleep }, Op::Loop { target: 0, slot: 0, count: 300 }, Op::Exit],
     };
     SimSetup {

@@ -51,5 +51,6 @@
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
 pub mod bench;
+pub mod kthreads;
 pub mod ring;
 pub mod rtapp;

@@ -1146,6 +1146,8 @@ impl Cx<'_> {
                 mm: 0,
                 cgroup: task.taskgroup.clone().filter(|g| g != "/"),
                 group: 0,
+                kthread: false,
+                wakee_flips: 0,
             };
             if let Err(message) = spec.validate() {
                 return Err(self.invalid(&task.path, Some(task.key_end), message));

@@ -90,6 +90,8 @@ fn trivial_report(comms: &[&str]) -> SimReport {
             mm: 0,
             cgroup: None,
             group: 0,
+            kthread: false,
+            wakee_flips: 0,
         })
         .collect();
     let setup = SimSetup {

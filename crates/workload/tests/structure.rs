@@ -134,6 +134,8 @@ fn broken_chain_stops_as_deadlock() {
         mm: 0,
         cgroup: None,
         group: 0,
+        kthread: false,
+        wakee_flips: 0,
     };
     let setup = SimSetup {
         sched: SchedConfig::v7_3(),

@@ -149,7 +149,8 @@ fn ratio(a: u64, b: u64) -> Option<f64> {
 pub fn metrics(kind: Kind, report: &SimReport, bench_value: f64) -> BTreeMap<&'static str, f64> {
     let mut m = BTreeMap::new();
     let mut s = Sums::default();
-    for t in &report.tasks {
+    let bench_tasks = || report.tasks.iter().filter(|t| !t.kthread);
+    for t in bench_tasks() {
         let st = &t.stats;
         s.switches += st.nr_switches;
         s.invol += st.nr_involuntary_switches;
@@ -168,7 +169,7 @@ pub fn metrics(kind: Kind, report: &SimReport, bench_value: f64) -> BTreeMap<&'s
         }
     };
     if kind == Kind::Fairness {
-        let run: Vec<f64> = report.tasks.iter().map(|t| t.sum_exec_runtime_ns as f64).collect();
+        let run: Vec<f64> = bench_tasks().map(|t| t.sum_exec_runtime_ns as f64).collect();
         let total: f64 = run.iter().sum();
         let secs = report.simulated_ns as f64 / 1e9;
         if run.len() == 2 {
@@ -189,7 +190,7 @@ pub fn metrics(kind: Kind, report: &SimReport, bench_value: f64) -> BTreeMap<&'s
         Kind::Bench { ops } | Kind::Ring { ops } => ops,
         // Every task but lat_ctx's main process (which only forks and waits) is a ring task
         // or the overhead process, which never blocks.
-        Kind::LatCtx => s.wakeups - report.tasks.first().map_or(0, |t| t.stats.nr_wakeups),
+        Kind::LatCtx => s.wakeups - bench_tasks().next().map_or(0, |t| t.stats.nr_wakeups),
         Kind::Fairness => unreachable!("handled above"),
     };
     let per_op = |x: u64| ratio(x, ops);

@@ -85,6 +85,29 @@ fn variant_of(preset: &str, guest: &Guest, variant: &str) -> Result<Variant, Lab
     kernel::parse_spec(&spec, None).map_err(|e| LabError::Input(format!("ground-truth variant `{spec}`: {e}")))
 }
 
+/// `wakee_flips` of the shell that started each benchmark in the ground truth's guests, which
+/// the benchmark's processes inherit (fork copies it). Right before a run that shell took vCPUs
+/// 1..N-1 offline and online again (the README's method around feature writes): `cpu_down()`
+/// kicks the hotplug thread (`cpuhp/1`) and `stop_machine()` wakes the stopper of every online
+/// vCPU (`migration/0`, `migration/1`), and `cpu_up()` kicks `cpuhp/1` again, from the shell's
+/// context: four changes of `last_wakee`, so at least 4 flips (`record_wakee()`, fair.c).
+/// Inherited, they make hackbench's senders wake their receivers "wide" (`wake_wide()`:
+/// the receiver's flips reach `sd_llc_size` = 2), so `wake_affine()` is skipped: the real
+/// kernels try it at only 1-5 % of hackbench wakeups (`nr_wakeups_affine_attempts`), against
+/// 30-50 % with flips starting at 0.
+pub const LAUNCHER_WAKEE_FLIPS: u32 = 4;
+
+/// Whether a case runs beside the guest's kernel threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Threads {
+    /// The guest's kernel threads share the CPUs (`workload::kthreads`): the scored cases.
+    Guest,
+    /// The benchmark alone: the profile fit. Its two timing cells measure the guest's costs,
+    /// and the kernel threads (1-2 % of a CPU) would only add noise to them; on v7.3 they can
+    /// also trap a ping-pong pair on one CPU (docs/fidelity.md), where no exit latency slows it.
+    Alone,
+}
+
 /// One model run of a case: its metrics.
 pub fn run_case(
     variant: &Variant,
@@ -92,17 +115,27 @@ pub fn run_case(
     costs: &Costs,
     workload: &str,
     seed: u64,
+    threads: Threads,
 ) -> Result<BTreeMap<&'static str, f64>, LabError> {
     let w = cases::build(workload, vcpus).map_err(LabError::Input)?;
     let mut topology = Topology::smp(vcpus);
     topology.costs = costs.clone();
+    // The guest's kernel threads share the CPUs with the benchmark (workload::kthreads); they
+    // are not counted in its metrics, as the measurement read only the benchmark's tasks.
+    let mut tasks = w.tasks.clone();
+    for t in tasks.iter_mut().filter(|t| !t.spawned) {
+        t.wakee_flips = LAUNCHER_WAKEE_FLIPS;
+    }
+    if threads == Threads::Guest {
+        tasks.extend(workload::kthreads::guest(vcpus, seed));
+    }
     let setup = SimSetup {
         sched: variant.config.clone(),
         topology,
         seed,
         // Emulated guests are slow: a generous bound that still ends a runaway run.
         limits: Limits { max_events: 400_000_000, max_time_ns: w.duration_ns.unwrap_or(600_000_000_000) },
-        tasks: w.tasks.clone(),
+        tasks,
         objects: w.objects.clone(),
         check_invariants: false,
         // The guests ran every benchmark in the root task group (no autogroup, no cgroup:
@@ -196,7 +229,7 @@ pub fn run(mut truth: GroundTruth, options: Options) -> Result<Fidelity, LabErro
         let variant = variant_of(preset, g, "default")?;
         let model = |costs: &Costs, workload: &str| -> Result<f64, LabError> {
             let runs: Result<Vec<_>, LabError> =
-                seeds.par_iter().map(|&s| run_case(&variant, g.vcpus, costs, workload, s)).collect();
+                seeds.par_iter().map(|&s| run_case(&variant, g.vcpus, costs, workload, s, Threads::Alone)).collect();
             let values: Vec<f64> = runs?.iter().filter_map(|m| m.get("bench_value").copied()).collect();
             if values.len() != seeds.len() {
                 return Err(LabError::Internal(format!("{workload}: the model gave no bench_value")));
@@ -214,7 +247,7 @@ pub fn run(mut truth: GroundTruth, options: Options) -> Result<Fidelity, LabErro
                 .find(|p| p.guest == key.guest)
                 .ok_or_else(|| LabError::Internal(format!("no cost profile for {}", key.guest)))?;
             let variant = variant_of(&presets[&key.guest.kernel], &key.guest, &key.variant)?;
-            run_case(&variant, key.guest.vcpus, &profile.costs, &key.workload, *seed)
+            run_case(&variant, key.guest.vcpus, &profile.costs, &key.workload, *seed, Threads::Guest)
         })
         .collect();
     let mut per_case: BTreeMap<CaseKey, Vec<BTreeMap<&'static str, f64>>> = BTreeMap::new();

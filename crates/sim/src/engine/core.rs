@@ -218,7 +218,9 @@ impl Sim {
                     let se = &mut f.ents[p.idx()];
                     let w = crate::fair::weight::scale_load_down(se.load_weight);
                     f.cfs.pelt.remove_entity_load_avg(&mut se.pelt.avg, w);
-                    self.live_tasks -= 1;
+                    if !self.specs[self.tasks[p.idx()].spec as usize].kthread {
+                        self.live_tasks -= 1;
+                    }
                     let mm = self.specs[self.tasks[p.idx()].spec as usize].mm;
                     self.lb.cache.thread_exited(mm);
                 }
@@ -301,8 +303,12 @@ impl Sim {
         let now = self.now;
         let from_idle = prev.is_none();
         // Threads of one process share the address space; a process switch also switches mm.
+        // A kernel thread has no mm (context_switch(): it borrows the previous task's
+        // active_mm, lazy TLB), so switching to or from one never switches the address space.
+        let spec_of = |t: TaskId| &self.specs[self.tasks[t.idx()].spec as usize];
         let same_mm = prev.is_none_or(|p| {
-            self.specs[self.tasks[p.idx()].spec as usize].mm == self.specs[self.tasks[next.idx()].spec as usize].mm
+            let (a, b) = (spec_of(p), spec_of(next));
+            a.kthread || b.kthread || a.mm == b.mm
         });
         let cost = if same_mm { self.costs.context_switch_ns } else { self.costs.context_switch_mm_ns };
         let cost = self.cost(cost);

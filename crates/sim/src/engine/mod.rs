@@ -196,6 +196,8 @@ pub struct TaskReport {
     pub load_avg: u64,
     /// The task had exited when the run stopped.
     pub exited: bool,
+    /// The task is a kernel thread ([`TaskSpec::kthread`]).
+    pub kthread: bool,
     pub stats: TaskStats,
 }
 
@@ -403,6 +405,9 @@ impl Sim {
     /// Creates a task instance of spec `spec_idx` (not yet runnable: a `Fork` follows).
     fn create_task(&mut self, spec_idx: u32, parent: Option<TaskId>) -> Result<TaskId, String> {
         let spec = &self.specs[spec_idx as usize];
+        let spec_kthread = spec.kthread;
+        // A spawned child's flips are its parent's (ipc_spawn copies them after creation).
+        let spec_flips = spec.wakee_flips;
         let ncpus = self.rqs.len() as u32;
         let allowed = match &spec.cpus {
             Some(list) => {
@@ -455,7 +460,7 @@ impl Sim {
             timer_gen: 0,
             waking_since: None,
             last_wakee: None,
-            wakee_flips: 0,
+            wakee_flips: spec_flips,
             wakee_flip_decay_ts: 0,
             recent_used_cpu: 0,
             parent,
@@ -468,7 +473,9 @@ impl Sim {
             cache_work_pending: false,
             stats: TaskStats::default(),
         });
-        self.live_tasks += 1;
+        if !spec_kthread {
+            self.live_tasks += 1;
+        }
         Ok(id)
     }
 
@@ -627,10 +634,12 @@ impl Sim {
         }
         // Moved, not cloned: the per-task histograms would otherwise exist twice at the
         // process's peak.
+        let specs = &self.specs;
         let tasks = std::mem::take(&mut self.tasks)
             .into_iter()
             .zip(&self.ents)
             .map(|(t, se)| TaskReport {
+                kthread: specs[t.spec as usize].kthread,
                 pid: t.pid,
                 comm: t.comm,
                 nice: t.nice,

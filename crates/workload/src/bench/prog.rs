@@ -109,6 +109,8 @@ impl Prog {
             mm,
             cgroup: None,
             group: 0,
+            kthread: false,
+            wakee_flips: 0,
         }
     }
 }

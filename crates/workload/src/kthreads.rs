@@ -1,0 +1,104 @@
+//! A guest's own kernel threads: the periodic kworker, ksoftirqd and RCU activity that every
+//! real run shares its CPUs with.
+//!
+//! A benchmark never runs alone on a real kernel. In the ftraces of
+//! `data/ground-truth/qemu-2vcpu/traces/` (Debian 6.12.117 and 7.3.4 under qemu TCG, 2 vCPUs,
+//! `hackbench -T -p -g 2 -l 100`), kernel threads are switched in about 100 times a second:
+//!
+//! | thread | CPU | switch-ins per s (3 traces) | run, median (trace) |
+//! |---|---|---|---|
+//! | `rcu_preempt` | any | 37-53 | 65-71 µs |
+//! | `kworker/N:M` | N | 7-15 per CPU | 86-142 µs |
+//! | `ksoftirqd/N` | N | 4-14 per CPU | 43-104 µs |
+//!
+//! (`kdamond`, `kcompactd`, unbound kworkers: under 2 a second each, left out.) Those traces
+//! ran 4-5x slower than the ground truth's untraced runs (a loaded host; their README), so a
+//! thread's run here is the trace median divided by 4.5; rates are in guest time and kept.
+//!
+//! Each wakeup of one of them is a timer or softirq wakeup on a CPU that may be running a
+//! benchmark task: that task is preempted (an involuntary switch) or a wakee whose previous CPU
+//! is now busy is placed elsewhere (a migration, a local wakeup). The ground truth's small
+//! non-zero shares on ping-pong rings (0.1-3 % of switches or wakeups) are of that size.
+//!
+//! The threads are [`TaskSpec::kthread`] tasks: no address space and they do not keep a run
+//! alive. Their phases are spread by the seed, so seeds differ as boots do.
+
+use sim::program::{Op, TaskSpec};
+
+/// One kind of kernel thread: one instance per CPU (bound) or one for the machine.
+struct Kind {
+    comm: &'static str,
+    per_cpu: bool,
+    period_ns: u64,
+    run_ns: u64,
+}
+
+/// The threads of the table above (rates: the traces' medians; runs: trace median / 4.5).
+const KINDS: &[Kind] = &[
+    Kind { comm: "rcu_preempt", per_cpu: false, period_ns: 22_000_000, run_ns: 15_000 },
+    Kind { comm: "kworker", per_cpu: true, period_ns: 100_000_000, run_ns: 27_000 },
+    Kind { comm: "ksoftirqd", per_cpu: true, period_ns: 140_000_000, run_ns: 13_000 },
+];
+
+/// splitmix64: a phase per thread and seed.
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// The kernel threads of a guest with `nr_cpus` CPUs, phased by `seed`.
+pub fn guest(nr_cpus: u32, seed: u64) -> Vec<TaskSpec> {
+    let mut out = Vec::new();
+    for (k, kind) in KINDS.iter().enumerate() {
+        let instances: Vec<Option<u32>> = if kind.per_cpu { (0..nr_cpus).map(Some).collect() } else { vec![None] };
+        for cpu in instances {
+            let salt = (k as u64) << 32 | u64::from(cpu.map_or(u32::MAX, |c| c));
+            let phase = mix(seed ^ mix(salt)) % kind.period_ns;
+            let ops = vec![
+                Op::Timer { slot: 0, period_ns: kind.period_ns, absolute: true },
+                Op::Run { ns: kind.run_ns },
+                Op::Loop { target: 0, slot: 0, count: u32::MAX },
+            ];
+            let comm = match cpu {
+                Some(c) if kind.comm == "kworker" => format!("kworker/{c}:1"),
+                Some(c) => format!("{}/{c}", kind.comm),
+                None => kind.comm.to_string(),
+            };
+            out.push(TaskSpec {
+                cpus: cpu.map(|c| vec![c]),
+                start_ns: phase,
+                kthread: true,
+                // Each kernel thread is its own task: no mm, but a distinct "address space"
+                // index keeps it out of the benchmark's thread groups.
+                mm: u32::MAX - out.len() as u32,
+                ..TaskSpec::new(comm, ops)
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_unbound_thread_and_two_per_cpu() {
+        let t = guest(2, 1);
+        let comms: Vec<&str> = t.iter().map(|s| s.comm.as_str()).collect();
+        assert_eq!(comms, ["rcu_preempt", "kworker/0:1", "kworker/1:1", "ksoftirqd/0", "ksoftirqd/1"]);
+        assert!(t.iter().all(|s| s.kthread && s.start_ns < 140_000_000));
+        assert_eq!(t[1].cpus, Some(vec![0]));
+        assert_eq!(t[0].cpus, None);
+    }
+
+    #[test]
+    fn seeds_move_the_phases() {
+        let a: Vec<u64> = guest(2, 1).iter().map(|s| s.start_ns).collect();
+        let b: Vec<u64> = guest(2, 2).iter().map(|s| s.start_ns).collect();
+        assert_ne!(a, b);
+        assert_eq!(a, guest(2, 1).iter().map(|s| s.start_ns).collect::<Vec<_>>());
+    }
+}
