@@ -313,6 +313,7 @@ fn measured_report(m: &Measured) -> sim::engine::SimReport {
             util_avg: 0,
             load_avg: 0,
             exited: true,
+            group: 0,
             stats: Default::default(),
         })
         .collect();

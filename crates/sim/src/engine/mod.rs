@@ -196,6 +196,8 @@ pub struct TaskReport {
     pub load_avg: u64,
     /// The task had exited when the run stopped.
     pub exited: bool,
+    /// The task's group (`SimSetup::groups`: 0 is the root, `i + 1` is `groups[i]`).
+    pub group: u32,
     pub stats: TaskStats,
 }
 
@@ -660,6 +662,7 @@ impl Sim {
                 util_avg: se.pelt.avg.util_avg,
                 load_avg: se.pelt.avg.load_avg,
                 exited: t.state == TaskState::Dead,
+                group: se.group,
                 stats: t.stats,
             })
             .collect();
