@@ -26,7 +26,7 @@
 //! `tg->load_avg`'s PELT form (group shares use queued weights, see `group.rs`).
 
 use super::group::Groups;
-use super::weight::scale_load_down;
+use super::weight::{NICE_0_LOAD, scale_load_down};
 use crate::pelt::{self, CfsRqPelt, RqState, SCHED_CAPACITY_SHIFT, SchedAvg, get_pelt_divider};
 
 /// One level of the load hierarchy on one CPU: a group's cfs_rq averages and its entity's.
@@ -197,6 +197,14 @@ impl Groups {
         self.update_level_cfs(cpu, parent, now, v);
         let mut g = self.pelt[gi];
         let mut p = self.pelt[pi];
+        if g.se.last_update_time == 0 {
+            if g.se_w == 0 {
+                // init_tg_cfs_entry(): a new group entity weighs NICE_0_LOAD.
+                g.se_w = scale_load_down(NICE_0_LOAD);
+            }
+            p.cfs.attach_entity_load_avg(&mut g.se, g.se_w);
+            add_tg_cfs_propagate(&mut p, g.se.load_sum as i64);
+        }
         if g.propagate {
             g.propagate = false;
             add_tg_cfs_propagate(&mut p, g.prop_runnable_sum);
@@ -205,13 +213,6 @@ impl Groups {
             let mut se = g.se;
             update_tg_cfs_load(&mut p.cfs, &mut se, se_w, &mut g, gcfs_w_down);
             g.se = se;
-        }
-        if g.se.last_update_time == 0 {
-            if g.se_w == 0 {
-                g.se_w = scale_load_down(rq.se_weight).max(2);
-            }
-            p.cfs.attach_entity_load_avg(&mut g.se, g.se_w);
-            add_tg_cfs_propagate(&mut p, g.se.load_sum as i64);
         }
         self.pelt[gi] = g;
         self.pelt[pi] = p;
