@@ -3,8 +3,10 @@
 //! `kernel/sched/fair.c` at v7.3.4 (spec `kernel-fair.md` §5.7 and §5.3).
 //!
 //! Scope: the root `cfs_rq` of a CPU ([`CfsRqPelt`]) and task entities ([`TaskPelt`]), which is
-//! all a 7.3 flat runqueue with every task in the root group needs. Group entities, the
-//! `UPDATE_TG` propagation, CFS bandwidth and the RT/DL/IRQ/HW-pressure signals are not modelled.
+//! all a 7.3 flat runqueue with every task in the root group needs. Task groups' cfs_rqs and
+//! group entities, with the `UPDATE_TG` propagation of their load, are built from these
+//! pieces in `fair/group_pelt.rs` (plus [`update_group_se`]); CFS bandwidth and the
+//! RT/DL/IRQ/HW-pressure signals are not modelled.
 //! Arithmetic is the kernel's 64-bit arithmetic: `u64` for `unsigned long`, `u32` for `u32`
 //! (`util_sum`, `period_contrib`), the same truncating divisions and the same wrapping/clamping
 //! (`add_positive`, `lsub_positive`, `__update_sa`). The module is pure and allocation-free.

@@ -20,6 +20,10 @@
 //! of that, updated at every accounting step rather than through PELT and the rate limit of
 //! `update_tg_load_avg()`; 7.3.4's `tg_tasks` (`runnable_avg >> 10`) is the group's runnable
 //! task count.
+//!
+//! What the load balancer and `wake_affine_weight` read (`cpu_load()`, `task_h_load()`) is the
+//! PELT load hierarchy of `group_pelt.rs`: each group cfs_rq's and group entity's `load_avg`
+//! on each CPU, whose entity weights are the `se_weight` computed here.
 
 use super::group_pelt::GroupPelt;
 use super::weight::{NICE_0_LOAD, SCHED_PRIO_TO_WEIGHT, WEIGHT_IDLEPRIO, scale_load, scale_load_down};
