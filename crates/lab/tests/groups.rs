@@ -33,9 +33,12 @@ fn run(kernel: &str, ncpus: u32, line: &str, seed: u64) -> SimReport {
     Sim::new(setup).unwrap().run().unwrap()
 }
 
+/// A hog's `(CPU share, migrations)`.
+type Hog = (f64, u64);
+
 /// The CPU shares and migrations of the `stress-ng-cpu` workers in the foreground session's
-/// group and in the others, each `(share, migrations)` (all in the first without groups).
-fn hogs_by_group(kernel: &str, ncpus: u32, line: &str, seed: u64) -> (Vec<(f64, u64)>, Vec<(f64, u64)>) {
+/// group and in the others (all in the first without groups).
+fn hogs_by_group(kernel: &str, ncpus: u32, line: &str, seed: u64) -> (Vec<Hog>, Vec<Hog>) {
     let variant = lab::spec::parse_full(kernel).unwrap();
     let wl = resolve_workload_on(&words(line), &[], ncpus).unwrap();
     let (tasks, _) = wl.grouped_tasks(variant.config.sysctl.autogroup);

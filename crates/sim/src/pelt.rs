@@ -229,7 +229,14 @@ pub fn update_se(avg: &mut SchedAvg, now: u64, weight_down: u64, on_rq: bool, ru
 /// count, not a flag), `running = (h_curr == se)` (≤7.2: `cfs_rq->curr == se`), averages with
 /// `se_weight` (the entity's weight, scaled down). The kernel's `cfs_se_util_change` does
 /// nothing for a group entity (no `util_est`).
-pub fn update_group_se(avg: &mut SchedAvg, now: u64, weight_down: u64, on_rq: bool, runnable: u32, running: bool) -> bool {
+pub fn update_group_se(
+    avg: &mut SchedAvg,
+    now: u64,
+    weight_down: u64,
+    on_rq: bool,
+    runnable: u32,
+    running: bool,
+) -> bool {
     if update_load_sum(now, avg, on_rq as u64, runnable as u64, running) {
         update_load_avg_from_sums(avg, weight_down);
         true

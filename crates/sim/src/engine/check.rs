@@ -143,10 +143,14 @@ impl Sim {
             }
             // The load hierarchy's root (`fair/group_pelt.rs`): `load.weight` is the
             // root-group tasks' weights plus the top-level group entities'.
-            let fail = |what: String| Err(InvariantViolation { at_ns: now, what: format!("CPU {cpu}: root group: {what}") });
+            let fail =
+                |what: String| Err(InvariantViolation { at_ns: now, what: format!("CPU {cpu}: root group: {what}") });
             let (top, flat) = (tally[base].2, self.rqs[cpu as usize].cfs.load_weight);
             if groups.rq(cpu, 0).load_weight != top {
-                return fail(format!("group entities weigh {} but its queued groups give {top}", groups.rq(cpu, 0).load_weight));
+                return fail(format!(
+                    "group entities weigh {} but its queued groups give {top}",
+                    groups.rq(cpu, 0).load_weight
+                ));
             }
             if groups.grouped_task_weight(cpu) != grouped_w[cpu as usize] {
                 return fail(format!(
@@ -160,7 +164,10 @@ impl Sim {
             };
             let want = own + top;
             if groups.root_load_weight(cpu, flat) != want {
-                return fail(format!("hierarchy load {} but its members weigh {want}", groups.root_load_weight(cpu, flat)));
+                return fail(format!(
+                    "hierarchy load {} but its members weigh {want}",
+                    groups.root_load_weight(cpu, flat)
+                ));
             }
         }
         Ok(())
