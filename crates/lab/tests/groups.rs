@@ -33,6 +33,24 @@ fn run(kernel: &str, ncpus: u32, line: &str, seed: u64) -> SimReport {
     Sim::new(setup).unwrap().run().unwrap()
 }
 
+/// A hog's `(CPU share, migrations)`.
+type Hog = (f64, u64);
+
+/// The CPU shares and migrations of the `stress-ng-cpu` workers in the foreground session's
+/// group and in the others (all in the first without groups).
+fn hogs_by_group(kernel: &str, ncpus: u32, line: &str, seed: u64) -> (Vec<Hog>, Vec<Hog>) {
+    let variant = lab::spec::parse_full(kernel).unwrap();
+    let wl = resolve_workload_on(&words(line), &[], ncpus).unwrap();
+    let (tasks, _) = wl.grouped_tasks(variant.config.sysctl.autogroup);
+    let r = run(kernel, ncpus, line, seed);
+    let (mut fg, mut bg) = (Vec::new(), Vec::new());
+    for t in r.tasks.iter().filter(|t| t.comm == "stress-ng-cpu") {
+        let row = (t.sum_exec_runtime_ns as f64 / r.simulated_ns as f64, t.stats.nr_migrations);
+        if t.group == tasks[0].group { fg.push(row) } else { bg.push(row) }
+    }
+    (fg, bg)
+}
+
 /// The CPU share of the foreground hog (the first `stress-ng-cpu` worker).
 fn hog_share(r: &SimReport) -> f64 {
     let hog = r.tasks.iter().find(|t| t.comm == "stress-ng-cpu").unwrap();
@@ -146,5 +164,39 @@ fn group_options_parse_and_round_trip() {
     ] {
         let err = lab::runner::WorkloadLine::parse(&words(bad)).unwrap_err();
         assert!(err.starts_with("--autogroup") || err.starts_with("--cgroup"), "{bad}: {err}");
+    }
+}
+
+/// Five hogs on two CPUs, nothing pinned: four in one session (`--background 'stress-ng --cpu
+/// 4'`), one in another. The balancer weighs CPUs by `cpu_load()`, the root cfs_rq's `load_avg`,
+/// which with groups holds the sessions' entities (`propagate_entity_load_avg()`), and moves
+/// `task_h_load()` (`update_cfs_rq_h_load()`), not the tasks' own load (fair.c 6.12.117 / 7.2.12 /
+/// 7.3.4). With 6.12/7.2's `calc_group_shares()` the lone hog's session weighs 1024 wherever
+/// it runs and k of the four weigh 1024 · k/4: the CPUs balance with the four together (1024
+/// against 4 · 256), `detach_tasks()` pulls one of the four away from the lone hog (its
+/// task_h_load ~256 fits the imbalance) and never the lone hog (~1024), which keeps a CPU to
+/// itself. 7.3's `calc_concur_shares()` gives the four-hog session min(4, 2) · 1024 · k/4:
+/// balanced with one of them beside the lone hog, which gets 2/3 (entities 1024 against 512).
+/// Without autogroup the five weigh the same and get ~0.4 each, the lone hog migrating too.
+#[test]
+fn balancing_weighs_sessions_by_task_h_load() {
+    let line = "--background 'stress-ng --cpu 4' stress-ng --cpu 1";
+    for (kernel, want) in [("v6.12", 1.0), ("v7.2", 1.0), ("v7.3", 2.0 / 3.0)] {
+        let (fg, bg) = hogs_by_group(kernel, 2, line, 1);
+        assert_eq!((fg.len(), bg.len()), (1, 4));
+        let (share, migrations) = fg[0];
+        assert!((share - want).abs() < 0.05, "{kernel} autogroup on: lone hog share {share:.3}, want {want:.3}");
+        assert_eq!(migrations, 0, "{kernel} autogroup on: the lone hog keeps its CPU");
+        let rest = (2.0 - share) / 4.0;
+        for (s, _) in &bg {
+            assert!((s - rest).abs() < 0.05, "{kernel} autogroup on: a hog of four gets {s:.3}, want {rest:.3}");
+        }
+        let (all, none) = hogs_by_group(kernel, 2, &format!("--autogroup off {line}"), 1);
+        assert_eq!((all.len(), none.len()), (5, 0));
+        for (s, _) in &all {
+            assert!((s - 0.4).abs() < 0.05, "{kernel} autogroup off: a hog gets {s:.3}, want 0.4");
+        }
+        let moved: u64 = all.iter().map(|h| h.1).sum();
+        assert!(moved >= 10, "{kernel} autogroup off: {moved} migrations, the balancer rotates the five");
     }
 }

@@ -314,6 +314,7 @@ fn measured_report(m: &Measured) -> sim::engine::SimReport {
             load_avg: 0,
             exited: true,
             kthread: false,
+            group: 0,
             stats: Default::default(),
         })
         .collect();

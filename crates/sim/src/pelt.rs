@@ -3,8 +3,10 @@
 //! `kernel/sched/fair.c` at v7.3.4 (spec `kernel-fair.md` §5.7 and §5.3).
 //!
 //! Scope: the root `cfs_rq` of a CPU ([`CfsRqPelt`]) and task entities ([`TaskPelt`]), which is
-//! all a 7.3 flat runqueue with every task in the root group needs. Group entities, the
-//! `UPDATE_TG` propagation, CFS bandwidth and the RT/DL/IRQ/HW-pressure signals are not modelled.
+//! all a 7.3 flat runqueue with every task in the root group needs. Task groups' cfs_rqs and
+//! group entities, with the `UPDATE_TG` propagation of their load, are built from these
+//! pieces in `fair/group_pelt.rs` (plus [`update_group_se`]); CFS bandwidth and the
+//! RT/DL/IRQ/HW-pressure signals are not modelled.
 //! Arithmetic is the kernel's 64-bit arithmetic: `u64` for `unsigned long`, `u32` for `u32`
 //! (`util_sum`, `period_contrib`), the same truncating divisions and the same wrapping/clamping
 //! (`add_positive`, `lsub_positive`, `__update_sa`). The module is pure and allocation-free.
@@ -222,6 +224,27 @@ pub fn update_se(avg: &mut SchedAvg, now: u64, weight_down: u64, on_rq: bool, ru
     }
 }
 
+/// `__update_load_avg_se()` (pelt.c 6.12.117/7.2.12/7.3.4) for a **group** entity:
+/// `load = on_rq`, `runnable = se->runnable_weight` (the group runqueue's `h_nr_runnable`, a
+/// count, not a flag), `running = (h_curr == se)` (≤7.2: `cfs_rq->curr == se`), averages with
+/// `se_weight` (the entity's weight, scaled down). The kernel's `cfs_se_util_change` does
+/// nothing for a group entity (no `util_est`).
+pub fn update_group_se(
+    avg: &mut SchedAvg,
+    now: u64,
+    weight_down: u64,
+    on_rq: bool,
+    runnable: u32,
+    running: bool,
+) -> bool {
+    if update_load_sum(now, avg, on_rq as u64, runnable as u64, running) {
+        update_load_avg_from_sums(avg, weight_down);
+        true
+    } else {
+        false
+    }
+}
+
 /// `__update_load_avg_blocked_se()` (pelt.c v7.3.4): age a dequeued entity (load, runnable and
 /// running all 0). Returns true when the averages were recomputed.
 pub fn update_blocked_se(avg: &mut SchedAvg, now: u64, weight_down: u64) -> bool {
@@ -267,14 +290,14 @@ fn add_positive_u32(var: u32, val: i32) -> u32 {
 
 /// `__update_sa()` (fair.c v7.3.4) for the `u64` sums (`load`, `runnable`): clamped adds, then
 /// `sum = max(sum, avg · PELT_MIN_DIVIDER)`.
-fn update_sa_u64(avg: &mut u64, sum: &mut u64, delta_avg: i64, delta_sum: i64) {
+pub(crate) fn update_sa_u64(avg: &mut u64, sum: &mut u64, delta_avg: i64, delta_sum: i64) {
     *avg = add_positive_u64(*avg, delta_avg);
     *sum = add_positive_u64(*sum, delta_sum);
     *sum = (*sum).max(avg.wrapping_mul(PELT_MIN_DIVIDER as u64));
 }
 
 /// `__update_sa()` (fair.c v7.3.4) for `util` (`util_sum` is a `u32`).
-fn update_sa_util(avg: &mut u64, sum: &mut u32, delta_avg: i64, delta_sum: i32) {
+pub(crate) fn update_sa_util(avg: &mut u64, sum: &mut u32, delta_avg: i64, delta_sum: i32) {
     *avg = add_positive_u64(*avg, delta_avg);
     *sum = add_positive_u32(*sum, delta_sum);
     *sum = (*sum).max(avg.wrapping_mul(PELT_MIN_DIVIDER as u64) as u32);

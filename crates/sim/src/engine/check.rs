@@ -108,15 +108,21 @@ impl Sim {
                 g = groups.spec(g).parent;
             }
         }
+        // Per CPU: the queued grouped tasks' own weights, which the root holds as entities.
+        let mut grouped_w = vec![0u64; self.rqs.len()];
+        for (task, se) in self.tasks.iter().zip(&self.ents) {
+            if se.on_rq && se.group != 0 {
+                grouped_w[task.cpu as usize] += se.load_weight;
+            }
+        }
         for cpu in 0..self.rqs.len() as u32 {
             let base = cpu as usize * n;
-            // Children's entities, parents come before children: walk backwards.
+            // Children's entities, parents come before children: walk backwards. Slot 0
+            // collects the top-level entities, the root's share of load from groups.
             for g in (1..n as u32).rev() {
                 let rq = groups.rq(cpu, g);
                 let parent = groups.spec(g).parent;
-                if parent != 0 {
-                    tally[base + parent as usize].2 += rq.contrib;
-                }
+                tally[base + parent as usize].2 += rq.contrib;
                 let (queued, runnable, load) = tally[base + g as usize];
                 let name = &groups.spec(g).name;
                 let fail = |what: String| {
@@ -134,6 +140,34 @@ impl Sim {
                 if rq.contrib != if queued > 0 { rq.se_weight } else { 0 } {
                     return fail(format!("adds {} to its parent with entity weight {}", rq.contrib, rq.se_weight));
                 }
+            }
+            // The load hierarchy's root (`fair/group_pelt.rs`): `load.weight` is the
+            // root-group tasks' weights plus the top-level group entities'.
+            let fail =
+                |what: String| Err(InvariantViolation { at_ns: now, what: format!("CPU {cpu}: root group: {what}") });
+            let (top, flat) = (tally[base].2, self.rqs[cpu as usize].cfs.load_weight);
+            if groups.rq(cpu, 0).load_weight != top {
+                return fail(format!(
+                    "group entities weigh {} but its queued groups give {top}",
+                    groups.rq(cpu, 0).load_weight
+                ));
+            }
+            if groups.grouped_task_weight(cpu) != grouped_w[cpu as usize] {
+                return fail(format!(
+                    "grouped tasks weigh {} but the queued ones give {}",
+                    groups.grouped_task_weight(cpu),
+                    grouped_w[cpu as usize]
+                ));
+            }
+            let Some(own) = flat.checked_sub(grouped_w[cpu as usize]) else {
+                return fail(format!("flat load {flat} below its grouped tasks' {}", grouped_w[cpu as usize]));
+            };
+            let want = own + top;
+            if groups.root_load_weight(cpu, flat) != want {
+                return fail(format!(
+                    "hierarchy load {} but its members weigh {want}",
+                    groups.root_load_weight(cpu, flat)
+                ));
             }
         }
         Ok(())

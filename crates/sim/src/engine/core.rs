@@ -217,7 +217,11 @@ impl Sim {
                     // task_dead_fair(): the dead task's load leaves its last runqueue.
                     let se = &mut f.ents[p.idx()];
                     let w = crate::fair::weight::scale_load_down(se.load_weight);
+                    let (g, avg) = (se.group, se.pelt.avg);
                     f.cfs.pelt.remove_entity_load_avg(&mut se.pelt.avg, w);
+                    if let Some((groups, cpu)) = f.groups.as_mut() {
+                        groups.remove_task(*cpu, g, &avg, w);
+                    }
                     if !self.specs[self.tasks[p.idx()].spec as usize].kthread {
                         self.live_tasks -= 1;
                     }
@@ -395,7 +399,7 @@ impl Sim {
     /// Runs `f` with a CPU-selection context over the live runqueues (read on demand) and the
     /// task table.
     pub(super) fn with_select<R>(&mut self, f: impl FnOnce(&mut SelectCtx<'_>, &mut [Task]) -> R) -> R {
-        let live = LiveFacts { rqs: &self.rqs, topo: &self.topo, costs: &self.costs };
+        let live = LiveFacts { rqs: &self.rqs, groups: self.groups.as_ref(), topo: &self.topo, costs: &self.costs };
         let mut ctx = SelectCtx {
             topo: &self.topo,
             domains: &self.domains,
@@ -411,6 +415,8 @@ impl Sim {
 /// The runqueues as CPU selection reads them, computed per CPU when asked.
 struct LiveFacts<'a> {
     rqs: &'a [super::Rq],
+    /// With task groups `cpu_load()` is the load hierarchy's root (`fair/group_pelt.rs`).
+    groups: Option<&'a crate::fair::group::Groups>,
     topo: &'a crate::topology::Topology,
     costs: &'a crate::topology::Costs,
 }
@@ -425,7 +431,7 @@ impl CpuSource for LiveFacts<'_> {
             nr_delayed: r.cfs.nr_delayed(),
             nr_idle_policy: r.cfs.h_nr_idle,
             ttwu_pending: r.ttwu_pending(),
-            cpu_load: r.cfs.pelt.cpu_load(),
+            cpu_load: self.groups.map_or(&r.cfs.pelt, |g| g.load_root(cpu)).cpu_load(),
             cpu_util: r.cfs.pelt.cpu_util_cfs(capacity),
             cpu_runnable: r.cfs.pelt.cpu_runnable(),
             capacity,

@@ -198,6 +198,8 @@ pub struct TaskReport {
     pub exited: bool,
     /// The task is a kernel thread ([`TaskSpec::kthread`]).
     pub kthread: bool,
+    /// The task's group (`SimSetup::groups`: 0 is the root, `i + 1` is `groups[i]`).
+    pub group: u32,
     pub stats: TaskStats,
 }
 
@@ -621,6 +623,27 @@ impl Sim {
         f
     }
 
+    /// `task_h_load(p)` (fair.c 6.12.117 / 7.2.12 / 7.3.4) with `cpu = task_cpu(p)`: with task
+    /// groups the hierarchy's `update_cfs_rq_h_load()` scaling (`fair/group_pelt.rs`), else the
+    /// root group's `load_avg · h_load / (load_avg + 1)`.
+    fn task_h_load(&mut self, p: TaskId, cpu: u32, jiffies: u64) -> u64 {
+        let se = &self.ents[p.idx()];
+        let load_avg = se.pelt.avg.load_avg;
+        match self.groups.as_mut() {
+            Some(groups) => groups.task_h_load(cpu, se.group, load_avg, jiffies),
+            None => self.rqs[cpu as usize].cfs.pelt.task_h_load(load_avg, jiffies),
+        }
+    }
+
+    /// The cfs_rq whose `load_avg` is `cpu_load(cpu)`: with task groups the root of the load
+    /// hierarchy (group entities' loads, not their tasks'), else the root cfs_rq.
+    fn load_pelt(&self, cpu: u32) -> &crate::pelt::CfsRqPelt {
+        match &self.groups {
+            Some(groups) => groups.load_root(cpu),
+            None => &self.rqs[cpu as usize].cfs.pelt,
+        }
+    }
+
     fn report(mut self, stop: StopReason) -> SimReport {
         // Close open idle periods and charge running tasks up to the end.
         for cpu in 0..self.rqs.len() as u32 {
@@ -648,6 +671,7 @@ impl Sim {
                 util_avg: se.pelt.avg.util_avg,
                 load_avg: se.pelt.avg.load_avg,
                 exited: t.state == TaskState::Dead,
+                group: se.group,
                 stats: t.stats,
             })
             .collect();

@@ -185,7 +185,11 @@ impl Sim {
             let src_idle_now = self.rqs[src as usize].curr.is_none().then(|| crate::pelt::pelt_clock(self.now));
             let se = &mut self.ents[p.idx()];
             let w = crate::fair::weight::scale_load_down(se.load_weight);
+            let (g, avg) = (se.group, se.pelt.avg);
             self.rqs[src as usize].cfs.pelt.migrate_task_rq_fair(&mut se.pelt, w, false, src_idle_now);
+            if let Some(groups) = self.groups.as_mut() {
+                groups.remove_task(src, g, &avg, w);
+            }
         }
         if src != cpu {
             self.trace_migrate(cpu, p, src, cpu);
@@ -211,11 +215,8 @@ impl Sim {
     ) -> Placement {
         let jiffies = self.jiffies();
         let pl = self.ents[p.idx()].pelt;
-        let p_h_load = self.rqs[prev_cpu as usize].cfs.pelt.task_h_load(pl.avg.load_avg, jiffies);
-        let waker_h_load = waker.map_or(0, |wk| {
-            let l = self.ents[wk.idx()].pelt.avg.load_avg;
-            self.rqs[this_cpu as usize].cfs.pelt.task_h_load(l, jiffies)
-        });
+        let p_h_load = self.task_h_load(p, prev_cpu, jiffies);
+        let waker_h_load = waker.map_or(0, |wk| self.task_h_load(wk, this_cpu, jiffies));
         let w = select::Waking {
             p_h_load,
             waker_h_load,

@@ -20,7 +20,12 @@
 //! of that, updated at every accounting step rather than through PELT and the rate limit of
 //! `update_tg_load_avg()`; 7.3.4's `tg_tasks` (`runnable_avg >> 10`) is the group's runnable
 //! task count.
+//!
+//! What the load balancer and `wake_affine_weight` read (`cpu_load()`, `task_h_load()`) is the
+//! PELT load hierarchy of `group_pelt.rs`: each group cfs_rq's and group entity's `load_avg`
+//! on each CPU, whose entity weights are the `se_weight` computed here.
 
+use super::group_pelt::GroupPelt;
 use super::weight::{NICE_0_LOAD, SCHED_PRIO_TO_WEIGHT, WEIGHT_IDLEPRIO, scale_load, scale_load_down};
 
 /// `MIN_SHARES` (kernel/sched/sched.h v7.3.4): the floor of a group entity's weight.
@@ -92,14 +97,22 @@ pub struct GroupRq {
 /// All task groups of a simulation: static specs plus per-CPU runqueues (`[cpu * n + group]`).
 #[derive(Clone, Debug)]
 pub struct Groups {
-    specs: Vec<GroupSpec>,
-    n: usize,
+    pub(super) specs: Vec<GroupSpec>,
+    pub(super) n: usize,
     ncpus: u32,
     mode: SharesMode,
-    rqs: Vec<GroupRq>,
+    /// `[cpu * n + g]`; slot `g = 0` keeps, in `load_weight`, the sum of the top-level group
+    /// entities' weights on the root runqueue (`contrib` of the groups whose parent is 0).
+    pub(super) rqs: Vec<GroupRq>,
     /// `tg->load_avg` (unscaled) and `tg->tasks`, by group.
     tg_load: Vec<u64>,
     tg_tasks: Vec<u32>,
+    /// The PELT load hierarchy (`fair/group_pelt.rs`), `[cpu * n + g]`; slot 0 is the root
+    /// cfs_rq as the load balancer sees it.
+    pub(super) pelt: Vec<GroupPelt>,
+    /// Per CPU: the own load weights of the queued tasks of groups other than the root, which
+    /// the root runqueue's load holds in their groups' entities instead.
+    pub(super) task_w: Vec<u64>,
 }
 
 impl Groups {
@@ -124,6 +137,8 @@ impl Groups {
             rqs: vec![GroupRq::default(); n * ncpus as usize],
             tg_load: vec![0; n],
             tg_tasks: vec![0; n],
+            pelt: vec![GroupPelt::default(); n * ncpus as usize],
+            task_w: vec![0; ncpus as usize],
         })
     }
 
@@ -140,6 +155,10 @@ impl Groups {
     pub fn rq(&self, cpu: u32, g: u32) -> &GroupRq {
         &self.rqs[cpu as usize * self.n + g as usize]
     }
+    /// The own load weights of the queued tasks of groups other than the root on `cpu`.
+    pub fn grouped_task_weight(&self, cpu: u32) -> u64 {
+        self.task_w[cpu as usize]
+    }
     fn rq_mut(&mut self, cpu: u32, g: u32) -> &mut GroupRq {
         &mut self.rqs[cpu as usize * self.n + g as usize]
     }
@@ -155,8 +174,10 @@ impl Groups {
         let rq = self.rq_mut(cpu, g);
         if dq > 0 {
             rq.load_weight += w;
+            self.task_w[cpu as usize] += w;
         } else if dq < 0 {
             rq.load_weight -= w;
+            self.task_w[cpu as usize] -= w;
         }
         let mut l = g;
         while l != 0 {
@@ -189,10 +210,16 @@ impl Groups {
             let old = rq.contrib;
             rq.contrib = if rq.h_nr_queued > 0 { w } else { 0 };
             let new = rq.contrib;
-            if parent != 0 {
-                let p = self.rq_mut(cpu, parent);
-                p.load_weight = p.load_weight - old + new;
+            // update_cfs_group() keeps an empty group's entity weight (6.12.117 / 7.2.12 /
+            // 7.3.4: "When a group becomes empty, preserve its weight"), so its blocked
+            // load_avg decays rather than collapsing.
+            if rq.load_weight != 0 {
+                self.reweight_group_pelt(cpu, l, parent, scale_load_down(w));
             }
+            // The root slot holds the top-level entities' weights (the root cfs_rq's share
+            // of `load.weight` that comes from groups).
+            let p = self.rq_mut(cpu, parent);
+            p.load_weight = p.load_weight - old + new;
             l = parent;
         }
     }

@@ -12,6 +12,7 @@
 
 pub mod entity;
 pub mod group;
+pub mod group_pelt;
 pub mod tree;
 pub mod weight;
 
@@ -310,10 +311,27 @@ impl<'a> Fair<'a> {
     /// `update_load_avg(cfs_rq, se, flags)` (fair.c v7.3.4) for task `t` with its state so far.
     fn pelt_update(&mut self, t: TaskId, on_rq: bool, runnable: bool, flags: u32) {
         let rq = self.pelt_rq();
+        let view = self.groups.is_some().then(|| self.root_view());
         let running = self.cfs.curr == Some(t);
         let se = &mut self.ents[t.idx()];
+        let unattached = se.pelt.avg.last_update_time == 0;
         let state = SeState { weight_down: scale_load_down(se.load_weight), on_rq, runnable, running };
-        self.cfs.pelt.update_load_avg(pelt::pelt_clock(self.now), rq, &mut se.pelt, state, flags);
+        let now = pelt::pelt_clock(self.now);
+        self.cfs.pelt.update_load_avg(now, rq, &mut se.pelt, state, flags);
+        if let (Some((groups, cpu)), Some(view)) = (self.groups.as_mut(), view) {
+            let attach = unattached && flags & pelt::DO_ATTACH != 0;
+            let detach = !attach && flags & pelt::DO_DETACH != 0;
+            groups.pelt_task(*cpu, se.group, now, &se.pelt.avg, state.weight_down, attach, detach, &view);
+        }
+    }
+
+    /// What the task groups' load hierarchy reads from this runqueue (`fair/group_pelt.rs`).
+    fn root_view(&self) -> group_pelt::RootView {
+        group_pelt::RootView {
+            load_weight: self.cfs.load_weight,
+            h_nr_runnable: self.cfs.h_nr_runnable,
+            curr_group: self.cfs.curr.map(|c| self.se(c).group),
+        }
     }
 
     /// `entity_tick()`'s PELT update of the running task (fair.c v7.3.4).
@@ -327,9 +345,15 @@ impl<'a> Fair<'a> {
     }
 
     /// `update_cfs_rq_load_avg()` alone: the blocked-load update of load balancing.
-    pub fn pelt_update_blocked(&mut self) {
+    /// With task groups, `__update_blocked_fair()` over the load hierarchy too; returns
+    /// whether any of its levels still has blocked load (`None` without groups).
+    pub fn pelt_update_blocked(&mut self) -> Option<bool> {
         let rq = self.pelt_rq();
-        self.cfs.pelt.update_cfs_rq_load_avg(pelt::pelt_clock(self.now), rq);
+        let now = pelt::pelt_clock(self.now);
+        self.cfs.pelt.update_cfs_rq_load_avg(now, rq);
+        let view = self.root_view();
+        let (groups, cpu) = self.groups.as_mut()?;
+        Some(groups.update_blocked(*cpu, now, &view))
     }
 
     // ---- avg_vruntime bookkeeping (§3.2) ----------------------------------------------------
@@ -1251,11 +1275,15 @@ impl<'a> Fair<'a> {
             return;
         }
         let w_old = se.h_weight as i64;
-        self.cfs.pelt.reweight_entity_load_avg(
-            &mut se.pelt.avg,
-            scale_load_down(se.load_weight),
-            scale_load_down(w_new),
-        );
+        let (g, avg) = (se.group, se.pelt.avg);
+        let (old_down, new_down) = (scale_load_down(se.load_weight), scale_load_down(w_new));
+        self.cfs.pelt.reweight_entity_load_avg(&mut se.pelt.avg, old_down, new_down);
+        if let Some((groups, cpu)) = self.groups.as_mut()
+            && avg.last_update_time != 0
+        {
+            groups.reweight_task(*cpu, g, &avg, old_down, new_down);
+        }
+        let se = &mut self.ents[t.idx()];
         se.vlag = (i128::from(se.vlag) * i128::from(w_old) / i128::from(w_new)) as i64;
         if se.rel_deadline {
             se.deadline = ((i128::from(se.deadline as i64) * i128::from(w_old)) / i128::from(w_new)) as i64 as u64;

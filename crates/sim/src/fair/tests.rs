@@ -350,3 +350,135 @@ fn lag_is_clamped() {
     assert_eq!(r.f().entity_lag(A, v.wrapping_add(100_000_000)), 2_800_000 + 4_000_000);
     assert_eq!(r.f().entity_lag(A, v.wrapping_sub(100_000_000)), -(2_800_000 + 4_000_000));
 }
+
+/// The load hierarchy of task groups (`group_pelt.rs`) on one CPU: session A with four
+/// always-runnable hogs, session B with one, taking turns of 1 ms for 1 s with a tick each.
+/// Each session's entity is always queued with its whole shares (1024), so the root cfs_rq
+/// the balancer reads (`cpu_load()`) converges to two entities' worth, not the flat root's five
+/// tasks' worth; `task_h_load()` (`update_cfs_rq_h_load()`: `h_load(A) = root_load ·
+/// ge_A.load_avg / (root_load + 1)`, then `p_load · h_load(A) / (A.load_avg + 1)`) gives each
+/// of A's hogs a quarter of B's lone hog.
+#[test]
+fn group_load_hierarchy_scales_task_h_load_by_the_session_share() {
+    use super::group::{GroupSpec, Groups, SharesMode, shares_from_autogroup_nice};
+    let cfg = SchedConfig::v7_3();
+    let params = FairParams::new(&cfg, 1);
+    let ag = |n: &str| GroupSpec { name: n.into(), parent: 0, shares: shares_from_autogroup_nice(0), idle: false };
+    let mut groups = Groups::new(&[ag("/autogroup-1"), ag("/autogroup-2")], 1, SharesMode::Smp).unwrap();
+    let mut ents: Vec<SchedEntity> = (0..5).map(|_| SchedEntity::new(Policy::Normal, 0, None)).collect();
+    for (i, se) in ents.iter_mut().enumerate() {
+        se.group = if i < 4 { 1 } else { 2 };
+    }
+    let mut cfs = CfsRq::default();
+    let mut now = 1_000_000_000u64;
+    {
+        let mut f = Fair::new(&mut cfs, &mut ents, &params, now);
+        f.groups = Some((&mut groups, 0));
+        for t in 0..5 {
+            f.enqueue_task_fair(TaskId(t), enq::INITIAL);
+        }
+    }
+    let mut curr: Option<TaskId> = None;
+    for ms in 0..1000u32 {
+        let mut f = Fair::new(&mut cfs, &mut ents, &params, now);
+        f.groups = Some((&mut groups, 0));
+        if let Some(c) = curr {
+            f.put_prev_task_fair(c);
+        }
+        let next = TaskId(ms % 5);
+        f.set_next_task_fair(next, true);
+        curr = Some(next);
+        now += 1_000_000;
+        let mut f = Fair::new(&mut cfs, &mut ents, &params, now);
+        f.groups = Some((&mut groups, 0));
+        f.update_curr();
+        f.pelt_tick();
+        f.tick_groups();
+    }
+    let flat = cfs.pelt.cpu_load();
+    let root = groups.load_root(0).cpu_load();
+    assert!(flat > 4 * 1000, "flat root load {flat}");
+    assert!((1900..=2100).contains(&root), "hierarchy root load {root}, flat {flat}");
+    for g in [1, 2] {
+        let ge = groups.level_pelt(0, g).se.load_avg;
+        assert!((950..=1030).contains(&ge), "group {g} entity load_avg {ge}");
+    }
+    let a = groups.task_h_load(0, 1, ents[0].pelt.avg.load_avg, 7);
+    let b = groups.task_h_load(0, 2, ents[4].pelt.avg.load_avg, 7);
+    assert!((230..=270).contains(&a), "task_h_load of a hog of A {a}, of B's hog {b}");
+    assert!((950..=1030).contains(&b), "task_h_load of B's hog {b}");
+    // Without groups the same hogs weigh their own load_avg each (root-group task_h_load).
+    assert!(cfs.pelt.task_h_load(ents[0].pelt.avg.load_avg, 7) > 950);
+}
+
+/// A migration in the load hierarchy: two hogs of one group share CPU 0 for 0.5 s, then one
+/// moves to CPU 1 by load balancing (`DEQUEUE_MIGRATING`'s `detach_entity_load_avg()`, then
+/// the attach of `ENQUEUE_MIGRATED`). Propagation moves the group entities' loads at once, as
+/// `update_tg_cfs_load()` does (fair.c 6.12.117 / 7.2.12 / 7.3.4): CPU 1's entity takes the
+/// task's runnable sum (positive branch, clipped at the divider) and CPU 0's keeps its
+/// estimate (`load_sum / load.weight` of the remaining task); both are reweighted to the half
+/// shares each CPU holds at its next `update_cfs_group()`, so each CPU's `cpu_load()` is about
+/// 512 after one tick instead of CPU 1 starting from nothing.
+#[test]
+fn group_load_hierarchy_propagates_a_migration() {
+    use super::group::{GroupSpec, Groups, SharesMode, shares_from_cpu_weight};
+    let cfg = SchedConfig::v7_3();
+    let params = FairParams::new(&cfg, 2);
+    let spec = GroupSpec { name: "/a".into(), parent: 0, shares: shares_from_cpu_weight(100), idle: false };
+    let mut groups = Groups::new(&[spec], 2, SharesMode::Smp).unwrap();
+    let mut ents: Vec<SchedEntity> = (0..2).map(|_| SchedEntity::new(Policy::Normal, 0, None)).collect();
+    for se in &mut ents {
+        se.group = 1;
+    }
+    let (mut cfs0, mut cfs1) = (CfsRq::default(), CfsRq::default());
+    let mut now = 1_000_000_000u64;
+    let mut f = Fair::new(&mut cfs0, &mut ents, &params, now);
+    f.groups = Some((&mut groups, 0));
+    f.enqueue_task_fair(A, enq::INITIAL);
+    f.enqueue_task_fair(B, enq::INITIAL);
+    let mut curr: Option<TaskId> = None;
+    for ms in 0..500u32 {
+        let mut f = Fair::new(&mut cfs0, &mut ents, &params, now);
+        f.groups = Some((&mut groups, 0));
+        if let Some(c) = curr {
+            f.put_prev_task_fair(c);
+        }
+        let next = TaskId(ms % 2);
+        f.set_next_task_fair(next, true);
+        curr = Some(next);
+        now += 1_000_000;
+        let mut f = Fair::new(&mut cfs0, &mut ents, &params, now);
+        f.groups = Some((&mut groups, 0));
+        f.update_curr();
+        f.pelt_tick();
+        f.tick_groups();
+    }
+    let ge0 = groups.level_pelt(0, 1).se.load_avg;
+    assert!((980..=1030).contains(&ge0), "group entity on CPU 0 before: {ge0}");
+    // B is curr at the end of the loop's last turn (ms 499 is odd): put it back, move A.
+    let mut f = Fair::new(&mut cfs0, &mut ents, &params, now);
+    f.groups = Some((&mut groups, 0));
+    f.put_prev_task_fair(B);
+    f.set_next_task_fair(B, true);
+    f.dequeue_task_fair(A, deq::SAVE | deq::MIGRATING);
+    let w = scale_load_down(ents[0].load_weight);
+    cfs0.pelt.migrate_task_rq_fair(&mut ents[0].pelt, w, true, None);
+    let mut f = Fair::new(&mut cfs1, &mut ents, &params, now);
+    f.groups = Some((&mut groups, 1));
+    f.enqueue_task_fair(A, enq::MIGRATED);
+    // CPU 1's entity took the task's runnable sum at once, with the half shares CPU 1's update
+    // saw; CPU 0's keeps its load (the remaining task is always runnable) and its whole shares
+    // until its own next `update_cfs_group()`, its tick.
+    assert!((480..=530).contains(&groups.level_pelt(1, 1).se.load_avg));
+    assert!(groups.level_pelt(0, 1).se.load_avg > 980);
+    let mut f = Fair::new(&mut cfs0, &mut ents, &params, now);
+    f.groups = Some((&mut groups, 0));
+    f.pelt_tick();
+    f.tick_groups();
+    let (ge0, ge1) = (groups.level_pelt(0, 1).se.load_avg, groups.level_pelt(1, 1).se.load_avg);
+    let (root0, root1) = (groups.load_root(0).cpu_load(), groups.load_root(1).cpu_load());
+    assert!((480..=530).contains(&ge0) && (480..=530).contains(&ge1), "group entities after: {ge0} {ge1}");
+    assert!((480..=530).contains(&root0) && (480..=530).contains(&root1), "cpu_load after: {root0} {root1}");
+    let h = groups.task_h_load(1, 1, ents[0].pelt.avg.load_avg, 9);
+    assert!((470..=530).contains(&h), "task_h_load of the moved hog {h}");
+}

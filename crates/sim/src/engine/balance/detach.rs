@@ -250,8 +250,7 @@ impl Sim {
                 let shift = failed.min(63);
                 match env.migration_type {
                     MigrationType::Load => {
-                        let load_avg = self.ents[p.idx()].pelt.avg.load_avg;
-                        let load = self.rqs[src as usize].cfs.pelt.task_h_load(load_avg, jiffies).max(1);
+                        let load = self.task_h_load(p, src, jiffies).max(1);
                         // LB_MIN skips tiny loads until a balance failed; never take more
                         // than the imbalance, relaxed by each failure.
                         let tiny = self.params.feat(Feature::LB_MIN) && load < 16 && failed == 0;

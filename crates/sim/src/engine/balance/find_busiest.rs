@@ -199,7 +199,7 @@ impl Sim {
             }
             match env.migration_type {
                 MigrationType::Load => {
-                    let load = self.rqs[i as usize].cfs.pelt.cpu_load();
+                    let load = self.load_pelt(i).cpu_load();
                     // A lone task heavier than the imbalance stays, unless its CPU lost
                     // capacity (`check_cpu_capacity`, never the case here).
                     if nr_running == 1 && load as i64 > env.imbalance {

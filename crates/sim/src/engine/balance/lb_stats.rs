@@ -132,8 +132,7 @@ impl Sim {
             return 0;
         }
         let jiffies = self.jiffies();
-        let load = self.ents[p.idx()].pelt.avg.load_avg;
-        self.rqs[cpu as usize].cfs.pelt.task_h_load(load, jiffies).max(1)
+        self.task_h_load(p, cpu, jiffies).max(1)
     }
 
     /// `update_sg_lb_stats()` (fair.c v7.3.4) for the group `span` of `env`'s domain.
@@ -153,7 +152,7 @@ impl Sim {
             }
             let cap = self.capacity_of(i);
             let rq = &self.rqs[i as usize];
-            sgs.group_load += rq.cfs.pelt.cpu_load();
+            sgs.group_load += self.load_pelt(i).cpu_load();
             sgs.group_util += rq.cfs.pelt.cpu_util_cfs(cap);
             sgs.group_runnable += rq.cfs.pelt.cpu_runnable();
             sgs.sum_h_nr_running += rq.cfs.h_nr_runnable;

@@ -277,9 +277,10 @@ impl Sim {
 
     /// `sched_balance_update_blocked_averages()` (fair.c v7.3.4) for `cpu`.
     fn update_blocked_averages(&mut self, cpu: u32) {
-        self.fair(cpu).pelt_update_blocked();
+        let groups_blocked = self.fair(cpu).pelt_update_blocked();
         let jiffies = self.jiffies();
-        let has_blocked = self.rqs[cpu as usize].cfs.pelt.has_blocked_load();
+        // `__update_blocked_fair()` clears `done` for any cfs_rq of the hierarchy with load.
+        let has_blocked = self.rqs[cpu as usize].cfs.pelt.has_blocked_load() || groups_blocked == Some(true);
         self.lb.nohz.blocked_updated(cpu, jiffies, has_blocked);
     }
 
