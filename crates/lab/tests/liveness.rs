@@ -147,13 +147,22 @@ fn preempt_short() {
 
 /// NO_DELAY_DEQUEUE on 6.12.117, hb_thr_pipe (`hackbench -T -p -g 2 -l 100`, 2 vCPUs,
 /// voluntary): real switches per op 0.034 -> 0.047 (summary.csv): more switches without it.
+/// Judged as the scoreboard judges it, in the ground truth's guest (its fitted costs, its
+/// kernel threads, the launcher's flips): the bare run sits on a knife edge between
+/// hackbench's regimes (docs/fidelity.md), where a seed's switch count varies 10x.
 #[test]
 fn delay_dequeue_v6_12() {
-    // Over 8 seeds the model gives +7 % (real +41 %): the direction, not yet the size.
-    let argv = "hackbench -T -p -g 2 -l 100";
-    let on = bench("v6.12", "vm-2cpu", Some("voluntary"), argv);
-    let off = bench("v6.12 NO_DELAY_DEQUEUE", "vm-2cpu", Some("voluntary"), argv);
-    assert!(off.nr_switches > on.nr_switches, "{on:?}\n{off:?}");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/ground-truth/qemu-2vcpu");
+    let truth = lab::fidelity::truth::GroundTruth::load(&dir).unwrap();
+    let opts = lab::fidelity::Options {
+        runs: 3,
+        workloads: Some(vec!["hb_thr_pipe".into()]),
+        kernels: Some(vec!["6.12.117".into()]),
+    };
+    let f = lab::fidelity::run(truth, opts).unwrap();
+    let s = lab::fidelity::score::score(&f);
+    let e = s.effects.iter().find(|e| e.key.variant == "NO_DELAY_DEQUEUE" && e.metric == "switches_per_op").unwrap();
+    assert!(e.direction, "{e:?}");
 }
 
 /// DELAY_DEQUEUE on a Raspberry Pi 5 with four pipe pairs (`stress-ng --pipe 4` in the list

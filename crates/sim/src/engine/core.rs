@@ -159,7 +159,9 @@ impl Sim {
         let act = match rq.need_resched {
             Resched::None => false,
             Resched::Lazy => !self.in_kernel(cpu),
-            Resched::Full => !self.in_kernel(cpu) || self.cfg.preempt.preempts_kernel(),
+            // A wait-queue walk holds the queue's spinlock with interrupts off: no preemption
+            // point until it is done, even under full preemption.
+            Resched::Full => !self.in_kernel(cpu) || (self.cfg.preempt.preempts_kernel() && !self.ipc_waking(cpu)),
         };
         if act {
             self.schedule(cpu, Switch::Preempt);

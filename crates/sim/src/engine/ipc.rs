@@ -97,6 +97,8 @@ struct TaskIpc {
     outcome: Outcome,
     /// Wakes to issue at the end of the `Syscall` stretch.
     wakes: Vec<Wake>,
+    /// The next of `wakes` to issue (one per `Wakes` stretch).
+    next_wake: usize,
     /// Objects on which the task has poll entries (during a `Poll`/`EpollWait`).
     polled: Vec<u32>,
     /// Sleeping (or about to sleep) in `WaitChildren`.
@@ -311,23 +313,34 @@ impl Sim {
         let st = entry(&mut self.ipc.tasks, t);
         if st.phase == Phase::Syscall {
             st.phase = Phase::Wakes;
-            let mut wakes = std::mem::take(&mut st.wakes);
+            st.next_wake = 0;
             if let Outcome::Spawn { spec } = st.outcome {
                 self.ipc_spawn(cpu, t, spec);
             }
-            let mut cost = 0;
-            for &w in &wakes {
-                cost += self.ipc_wake(cpu, t, w);
-            }
-            wakes.clear();
-            entry(&mut self.ipc.tasks, t).wakes = wakes;
-            let cost = self.cost(cost);
+        }
+        // __wake_up_common() walks the wait queue one waiter at a time: each wakee becomes
+        // runnable when the waker's try_to_wake_up() for it starts, after the ones before it.
+        while entry(&mut self.ipc.tasks, t).phase == Phase::Wakes {
+            let st = entry(&mut self.ipc.tasks, t);
+            let Some(&w) = st.wakes.get(st.next_wake) else {
+                st.wakes.clear();
+                break;
+            };
+            st.next_wake += 1;
+            let waker_ns = self.ipc_wake(cpu, t, w);
+            let cost = self.cost(waker_ns);
             if cost > 0 {
                 self.tasks[t.idx()].step = Step::Kernel { remaining: cost, then: AfterKernel::Ipc };
                 return true;
             }
         }
         self.ipc_finish(cpu, t)
+    }
+
+    /// Whether the running task of `cpu` is inside a wait-queue walk (`__wake_up_common()`
+    /// under the queue's lock): its `Wakes` stretches.
+    pub(super) fn ipc_waking(&self, cpu: u32) -> bool {
+        self.rqs[cpu as usize].curr.and_then(|t| self.ipc.tasks.get(t.idx())).is_some_and(|st| st.phase == Phase::Wakes)
     }
 
     /// Returns to user mode, or sleeps with the instruction rewound for its retry.
