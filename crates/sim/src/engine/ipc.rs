@@ -8,11 +8,13 @@
 //!    operation's base cost ([`IpcCosts`](crate::ipc::IpcCosts)) + the copy (`copy_ns_per_kib`).
 //! 2. At its end, `ipc_complete` issues the wakes the object asked for — after the copy and
 //!    the unlock, as the kernel does — with `try_to_wake_up(p, flags, cpu, current, in_task)`,
-//!    then charges the waker's side of each wakeup (`wakeup_local_ns` for a direct enqueue,
+//!    one waiter at a time as `__wake_up_common()` walks the queue: each wake is followed by a
+//!    stretch charging the waker's side of it (`wakeup_local_ns` for a direct enqueue,
 //!    `wakeup_remote_ipi_ns` for a wake-list + IPI wakeup, `wakeup_polling_idle_ns` for a
-//!    wake-list wakeup of a polling idle CPU, nothing for a task that was not asleep) as a
-//!    second stretch. So the wakee becomes runnable at the start of the waker's
-//!    `try_to_wake_up` time rather than during it.
+//!    wake-list wakeup of a polling idle CPU, nothing for a task that was not asleep) before the
+//!    next wake. So a wakee becomes runnable at the start of the waker's `try_to_wake_up` for
+//!    it, after the waiters before it; the walk holds the queue's lock, so these stretches are
+//!    not preemption points, even under full preemption.
 //!
 //! Then the task returns to user mode (a preemption point) or sleeps: its program counter is
 //! rewound so that the operation is retried when it is woken, with `resumed = true` (no
