@@ -219,7 +219,7 @@ impl Sim {
                     let w = crate::fair::weight::scale_load_down(se.load_weight);
                     f.cfs.pelt.remove_entity_load_avg(&mut se.pelt.avg, w);
                     self.live_tasks -= 1;
-                    let mm = self.specs[self.tasks[p.idx()].spec as usize].mm;
+                    let mm = self.tasks[p.idx()].mm;
                     self.lb.cache.thread_exited(mm);
                 }
             }
@@ -301,9 +301,7 @@ impl Sim {
         let now = self.now;
         let from_idle = prev.is_none();
         // Threads of one process share the address space; a process switch also switches mm.
-        let same_mm = prev.is_none_or(|p| {
-            self.specs[self.tasks[p.idx()].spec as usize].mm == self.specs[self.tasks[next.idx()].spec as usize].mm
-        });
+        let same_mm = prev.is_none_or(|p| self.tasks[p.idx()].mm == self.tasks[next.idx()].mm);
         let cost = if same_mm { self.costs.context_switch_ns } else { self.costs.context_switch_mm_ns };
         let cost = self.cost(cost);
         if from_idle {

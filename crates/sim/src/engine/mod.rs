@@ -25,7 +25,7 @@ use crate::fair::{CfsRq, Fair, FairParams, Resched, SchedEntity};
 use crate::ipc::ObjectSpec;
 use crate::program::{Op, TaskSpec};
 use crate::stats::LatencyHistogram;
-use crate::task::{Step, Task, TaskId, TaskState, TaskStats};
+use crate::task::{Slots, Step, Task, TaskId, TaskState, TaskStats};
 use crate::time::Nanos;
 use crate::topology::{Costs, Domains, Topology};
 use crate::trace::TraceSink;
@@ -356,6 +356,12 @@ impl Sim {
             sim.check_spec_refs(spec, nspecs)?;
         }
         sim.specs = setup.tasks;
+        // The tasks created up front, allocated once: growing by doubling would copy every task
+        // and entity (a `Task` is cache-line aligned, so the allocator cannot grow it in place)
+        // and hold both copies at the process's peak.
+        let initial = sim.specs.iter().filter(|s| !s.spawned).count();
+        sim.tasks.reserve_exact(initial);
+        sim.ents.reserve_exact(initial);
         let nr_mm = sim.specs.iter().map(|s| s.mm as usize + 1).max().unwrap_or(0);
         sim.lb.cache.init_processes(nr_mm);
         // The kernel starts with nr_idle_scan = 0 (no idle scan until the first periodic LLC
@@ -439,19 +445,20 @@ impl Sim {
         let mut se = SchedEntity::new(spec.policy, spec.nice, slice);
         se.group = spec.group;
         self.ents.push(se);
-        let comm: String = spec.comm.chars().take(15).collect();
+        let comm: Box<str> = spec.comm.chars().take(15).collect::<String>().into_boxed_str();
         self.tasks.push(Task {
             pid: 1000 + id.0,
             comm,
             nice: spec.nice,
             spec: spec_idx,
+            mm: spec.mm,
             state: TaskState::New,
             cpu: first_cpu,
             allowed,
             pc: 0,
             step: Step::Next,
-            loop_counters: vec![0; spec.nr_slots as usize],
-            timer_next: vec![None; spec.nr_timers as usize],
+            loop_counters: Slots::new(spec.nr_slots as usize, 0),
+            timer_next: vec![None; spec.nr_timers as usize].into_boxed_slice(),
             timer_gen: 0,
             waking_since: None,
             last_wakee: None,
@@ -463,7 +470,7 @@ impl Sim {
             lb_seq: 0,
             last_cpu: None,
             cache_debt_ns: 0,
-            lat_start: vec![0; nr_lat],
+            lat_start: vec![0; nr_lat].into_boxed_slice(),
             preferred_llc: None,
             cache_work_pending: false,
             stats: TaskStats::default(),
@@ -625,6 +632,11 @@ impl Sim {
             let mut f = self.fair(cpu);
             f.update_curr();
         }
+        // The programs and pending events are not reported: free them before the reports are
+        // built, which is the process's memory peak (a `Task` is cache-line aligned, so the
+        // reports cannot reuse the tasks' allocation).
+        self.specs = Vec::new();
+        self.queue = EventQueue::default();
         // Moved, not cloned: the per-task histograms would otherwise exist twice at the
         // process's peak.
         let tasks = std::mem::take(&mut self.tasks)
@@ -632,7 +644,7 @@ impl Sim {
             .zip(&self.ents)
             .map(|(t, se)| TaskReport {
                 pid: t.pid,
-                comm: t.comm,
+                comm: t.comm.into_string(),
                 nice: t.nice,
                 sum_exec_runtime_ns: se.sum_exec_runtime,
                 vruntime: se.vruntime,

@@ -173,7 +173,7 @@ impl Sim {
     }
 
     fn mm_of(&self, p: TaskId) -> usize {
-        self.specs[self.tasks[p.idx()].spec as usize].mm as usize
+        self.tasks[p.idx()].mm as usize
     }
 
     /// `llc_id(cpu)`: `sd_llc_id`.
