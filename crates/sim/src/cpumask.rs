@@ -8,55 +8,40 @@
 use std::fmt;
 
 /// A set of CPU numbers below a fixed bound, one bit per CPU, with its weight cached.
+///
+/// Up to 64 CPUs the bitmap lives inside the mask, so that testing a task's affinity reads no
+/// separate allocation (one cache line fewer per wakeup of a task not touched recently); larger
+/// masks are on the heap. Either form is 24 bytes. Words past the CPU count are zero.
 #[derive(Clone, PartialEq, Eq)]
-pub struct CpuMask {
-    words: Words,
-    weight: u32,
-}
+pub struct CpuMask(Repr);
 
-/// The bitmap's words: inside the mask for up to 128 CPUs, so that testing a task's affinity
-/// reads no separate allocation (one cache line fewer per wakeup of a task not touched
-/// recently), else on the heap. Words past the CPU count are zero in both forms.
 #[derive(Clone, PartialEq, Eq)]
-enum Words {
-    Inline([u64; Words::INLINE]),
-    Heap(Box<[u64]>),
-}
-
-impl Words {
-    const INLINE: usize = 2;
-
-    fn zeroed(n: usize) -> Words {
-        if n <= Self::INLINE { Words::Inline([0; Self::INLINE]) } else { Words::Heap(vec![0; n].into_boxed_slice()) }
-    }
-
-    #[inline]
-    fn as_slice(&self) -> &[u64] {
-        match self {
-            Words::Inline(w) => w,
-            Words::Heap(w) => w,
-        }
-    }
-
-    fn as_mut_slice(&mut self) -> &mut [u64] {
-        match self {
-            Words::Inline(w) => w,
-            Words::Heap(w) => w,
-        }
-    }
+enum Repr {
+    Inline { word: u64, weight: u32 },
+    Heap { words: Box<[u64]>, weight: u32 },
 }
 
 impl CpuMask {
+    #[inline]
+    fn words(&self) -> &[u64] {
+        match &self.0 {
+            Repr::Inline { word, .. } => std::slice::from_ref(word),
+            Repr::Heap { words, .. } => words,
+        }
+    }
+
     /// The set of `cpus` (ascending or not, duplicates allowed) among `nr_cpus` CPUs; CPUs at
     /// or beyond `nr_cpus` are the caller's error and are left out.
     pub fn from_cpus(nr_cpus: u32, cpus: impl IntoIterator<Item = u32>) -> CpuMask {
-        let mut words = Words::zeroed((nr_cpus as usize).div_ceil(64));
-        let w = words.as_mut_slice();
+        let mut w = vec![0u64; (nr_cpus as usize).div_ceil(64).max(1)];
         for c in cpus.into_iter().filter(|&c| c < nr_cpus) {
             w[c as usize / 64] |= 1 << (c % 64);
         }
         let weight = w.iter().map(|w| w.count_ones()).sum();
-        CpuMask { words, weight }
+        match *w.as_slice() {
+            [word] => CpuMask(Repr::Inline { word, weight }),
+            _ => CpuMask(Repr::Heap { words: w.into_boxed_slice(), weight }),
+        }
     }
 
     /// Every CPU of `nr_cpus` (`cpu_possible_mask`).
@@ -67,13 +52,15 @@ impl CpuMask {
     /// `cpumask_test_cpu()`.
     #[inline]
     pub fn contains(&self, cpu: u32) -> bool {
-        self.words.as_slice().get(cpu as usize / 64).is_some_and(|w| w & (1 << (cpu % 64)) != 0)
+        self.words().get(cpu as usize / 64).is_some_and(|w| w & (1 << (cpu % 64)) != 0)
     }
 
     /// `cpumask_weight()`: `p->nr_cpus_allowed` for an affinity mask.
     #[inline]
     pub fn weight(&self) -> u32 {
-        self.weight
+        match self.0 {
+            Repr::Inline { weight, .. } | Repr::Heap { weight, .. } => weight,
+        }
     }
 
     /// `cpumask_first()`, `None` when empty.
@@ -83,7 +70,7 @@ impl CpuMask {
 
     /// The CPUs of the set, ascending (`for_each_cpu`).
     pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
-        self.words.as_slice().iter().enumerate().flat_map(|(i, &w)| {
+        self.words().iter().enumerate().flat_map(|(i, &w)| {
             let mut w = w;
             std::iter::from_fn(move || {
                 (w != 0).then(|| {
@@ -107,6 +94,13 @@ impl fmt::Debug for CpuMask {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_mask_is_24_bytes_and_inline_up_to_64_cpus() {
+        assert_eq!(std::mem::size_of::<CpuMask>(), 24);
+        assert!(matches!(CpuMask::full(64).0, Repr::Inline { .. }));
+        assert!(matches!(CpuMask::full(65).0, Repr::Heap { .. }));
+    }
 
     proptest! {
         /// The mask against its oracle, a sorted, deduplicated list.

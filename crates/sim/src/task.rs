@@ -149,19 +149,21 @@ pub struct Task {
     /// CONFIG_SCHED_CACHE: whether `p->cache_work` is queued (`work->next != work`), and
     /// `p->preferred_llc` (an `sd_llc_id`, `None` for -1).
     pub cache_work_pending: bool,
-    // Line 2: the program's loop counters and waking.
+    // Line 2: the program's loop counters, sleeping and waking.
     pub loop_counters: Slots<u32, 3>,
     /// When the last wakeup started (`sched_waking`), until the task runs.
     pub waking_since: Option<u64>,
+    /// The spec's `timer_slack_ns`, copied here so that arming a sleep reads no spec.
+    pub timer_slack_ns: u64,
+    /// `p->last_wakee`, `p->wakee_flips`, `p->wakee_flip_decay_ts` (jiffies), `recent_used_cpu`.
+    pub wakee_flip_decay_ts: u64,
+    pub wakee_flips: u32,
+    pub recent_used_cpu: u32,
+    // Line 3: waking, then the counters.
+    pub last_wakee: Option<TaskId>,
     /// Position in the CPU's `cfs_tasks` list (higher = nearer the head: recently enqueued
     /// or picked); the load balancer takes candidates from the tail.
     pub lb_seq: u64,
-    /// `p->last_wakee`, `p->wakee_flips`, `p->wakee_flip_decay_ts` (jiffies), `recent_used_cpu`.
-    pub wakee_flip_decay_ts: u64,
-    pub last_wakee: Option<TaskId>,
-    // Line 3: waking, then the counters.
-    pub wakee_flips: u32,
-    pub recent_used_cpu: u32,
     pub preferred_llc: Option<u32>,
     /// `p->cpus_mask`; its weight is `nr_cpus_allowed`.
     pub allowed: CpuMask,
@@ -213,7 +215,8 @@ mod tests {
             assert!(end <= 64, "{end}");
         }
         assert_eq!(offset_of!(Task, loop_counters), 64);
-        assert!(offset_of!(Task, last_wakee) + size_of::<Option<TaskId>>() <= 128);
+        assert!(offset_of!(Task, recent_used_cpu) + 4 <= 128);
+        assert!(offset_of!(Task, allowed) + size_of::<CpuMask>() <= 192);
         assert_eq!(size_of::<Task>(), 6 * 64);
     }
 

@@ -22,6 +22,7 @@ fn task(id: u32, cpu: u32, nr_cpus: u32) -> Task {
         nice: 0,
         spec: id,
         mm: id,
+        timer_slack_ns: 50_000,
         state: TaskState::Blocked,
         cpu,
         allowed: sim::cpumask::CpuMask::full(nr_cpus),

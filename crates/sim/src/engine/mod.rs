@@ -452,6 +452,7 @@ impl Sim {
             nice: spec.nice,
             spec: spec_idx,
             mm: spec.mm,
+            timer_slack_ns: spec.timer_slack_ns,
             state: TaskState::New,
             cpu: first_cpu,
             allowed,
