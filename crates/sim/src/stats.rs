@@ -55,19 +55,42 @@ impl LatencyHistogram {
 
 /// A small log-linear histogram for per-task latencies: 4 sub-buckets per power of two
 /// (values are reported at the low edge of their bucket, at most 20 % below the truth) from
-/// 1 ns to 2^40 ns (≈18 min), in 656 bytes, allocated at the first sample. The run-wide
-/// histogram uses the full-precision `LatencyHistogram`; this one keeps per-task memory small.
+/// 1 ns to 2^40 ns (≈18 min). The run-wide histogram uses the full-precision
+/// `LatencyHistogram`; this one keeps per-task memory small: a task with few distinct
+/// latencies (most tasks of a 10,000-task run wake a handful of times) keeps only its non-empty
+/// buckets, 4 bytes each; the full 656-byte array is allocated once it has more than
+/// `SPARSE_MAX` of them or a bucket's count no longer fits the sparse form.
 #[derive(Clone, Debug, Default)]
 pub struct CompactHistogram {
-    counts: Option<Box<[u32; Self::BUCKETS]>>,
+    counts: Counts,
     total: u64,
     max: u64,
+}
+
+#[derive(Clone, Debug)]
+enum Counts {
+    /// The non-empty buckets in increasing bucket order, each `bucket << 24 | count`
+    /// (count < 2^24), so that the entries sort by bucket.
+    Sparse(Vec<u32>),
+    /// One u32 count per bucket (saturating).
+    Dense(Box<[u32; CompactHistogram::BUCKETS]>),
+}
+
+impl Default for Counts {
+    fn default() -> Self {
+        Counts::Sparse(Vec::new())
+    }
 }
 
 impl CompactHistogram {
     const SUB_BITS: u32 = 2;
     const OCTAVES: usize = 41;
     const BUCKETS: usize = Self::OCTAVES << Self::SUB_BITS;
+    /// Sparse entries beyond which the dense array is smaller or as small once allocator
+    /// rounding is counted (48 entries = 192 bytes of 656).
+    const SPARSE_MAX: usize = 48;
+    const COUNT_BITS: u32 = 24;
+    const COUNT_MASK: u32 = (1 << Self::COUNT_BITS) - 1;
 
     fn bucket(ns: u64) -> usize {
         let ns = ns.max(1);
@@ -90,12 +113,51 @@ impl CompactHistogram {
         (1u64 << octave) | (sub << (octave - Self::SUB_BITS))
     }
 
+    /// The dense array holding the sparse entries' counts.
+    fn densify(entries: &[u32]) -> Box<[u32; Self::BUCKETS]> {
+        let mut d = Box::new([0; Self::BUCKETS]);
+        for &e in entries {
+            d[(e >> Self::COUNT_BITS) as usize] = e & Self::COUNT_MASK;
+        }
+        d
+    }
+
     pub fn record(&mut self, ns: u64) {
         let b = Self::bucket(ns);
-        let counts = self.counts.get_or_insert_with(|| Box::new([0; Self::BUCKETS]));
-        counts[b] = counts[b].saturating_add(1);
         self.total += 1;
         self.max = self.max.max(ns);
+        match &mut self.counts {
+            Counts::Dense(d) => d[b] = d[b].saturating_add(1),
+            Counts::Sparse(v) => {
+                let key = b as u32;
+                match v.binary_search_by_key(&key, |e| e >> Self::COUNT_BITS) {
+                    Ok(i) if v[i] & Self::COUNT_MASK < Self::COUNT_MASK => v[i] += 1,
+                    Ok(_) => {
+                        let mut d = Self::densify(v);
+                        d[b] += 1;
+                        self.counts = Counts::Dense(d);
+                    }
+                    Err(_) if v.len() >= Self::SPARSE_MAX => {
+                        let mut d = Self::densify(v);
+                        d[b] = 1;
+                        self.counts = Counts::Dense(d);
+                    }
+                    Err(i) => {
+                        // Grow by one entry at a time: most tasks stop at a few.
+                        v.reserve_exact(1);
+                        v.insert(i, key << Self::COUNT_BITS | 1);
+                    }
+                }
+            }
+        }
+    }
+
+    /// (bucket, count) of the non-empty buckets, in increasing bucket order.
+    fn nonzero(&self) -> Box<dyn Iterator<Item = (usize, u32)> + '_> {
+        match &self.counts {
+            Counts::Sparse(v) => Box::new(v.iter().map(|&e| ((e >> Self::COUNT_BITS) as usize, e & Self::COUNT_MASK))),
+            Counts::Dense(d) => Box::new(d.iter().copied().enumerate().filter(|&(_, c)| c > 0)),
+        }
     }
 
     /// The value at quantile `q`: the low edge of the bucket holding it (exact below 8 ns).
@@ -105,8 +167,7 @@ impl CompactHistogram {
         }
         let rank = ((q * self.total as f64).ceil() as u64).clamp(1, self.total);
         let mut seen = 0u64;
-        let Some(counts) = &self.counts else { return 0 };
-        for (b, &c) in counts.iter().enumerate() {
+        for (b, c) in self.nonzero() {
             seen += u64::from(c);
             if seen >= rank {
                 return Self::bucket_low(b).min(self.max);
@@ -146,6 +207,63 @@ mod tests {
             let b = CompactHistogram::bucket(v);
             assert!(CompactHistogram::bucket_low(b) <= v, "{v}");
         }
+    }
+
+    /// The percentiles of a plain dense count array, the form the histogram had before it
+    /// kept sparse buckets: both forms must answer alike.
+    fn dense_reference(samples: &[u64], q: f64) -> u64 {
+        let mut counts = [0u64; CompactHistogram::BUCKETS];
+        for &s in samples {
+            counts[CompactHistogram::bucket(s)] += 1;
+        }
+        let total = samples.len() as u64;
+        let max = samples.iter().copied().max().unwrap_or(0);
+        let rank = ((q * total as f64).ceil() as u64).clamp(1, total);
+        let mut seen = 0;
+        for (b, c) in counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                return CompactHistogram::bucket_low(b).min(max);
+            }
+        }
+        max
+    }
+
+    #[test]
+    fn sparse_and_dense_forms_agree_with_a_dense_array() {
+        let mut rng = crate::rng::SimRng::new(7);
+        // A few distinct buckets (sparse to the end), then many (dense from the 49th).
+        for spread in [3u32, 12, 40] {
+            let mut h = CompactHistogram::default();
+            let mut samples = Vec::new();
+            for i in 0..5_000 {
+                let v = 1u64 << (rng.next_u64() % u64::from(spread)) | (rng.next_u64() & 0xff);
+                h.record(v);
+                samples.push(v);
+                if i % 97 == 0 || i == 4_999 {
+                    for q in [0.0, 0.5, 0.9, 0.99, 1.0] {
+                        assert_eq!(h.quantile(q), dense_reference(&samples, q), "spread {spread} i {i} q {q}");
+                    }
+                }
+            }
+            let dense = matches!(h.counts, Counts::Dense(_));
+            assert_eq!(dense, spread == 40, "spread {spread}");
+        }
+    }
+
+    #[test]
+    fn a_sparse_count_that_outgrows_24_bits_moves_to_the_dense_form() {
+        let mut h = CompactHistogram::default();
+        h.record(10);
+        for _ in 0..(1u32 << 24) {
+            h.record(1000);
+        }
+        assert!(matches!(h.counts, Counts::Dense(_)));
+        let Counts::Dense(d) = &h.counts else { unreachable!() };
+        assert_eq!(d[CompactHistogram::bucket(1000)], 1 << 24);
+        assert_eq!(d[CompactHistogram::bucket(10)], 1);
+        assert_eq!(h.quantile(0.0), 10);
+        assert_eq!(h.quantile(0.5), CompactHistogram::bucket_low(CompactHistogram::bucket(1000)));
     }
 
     #[test]

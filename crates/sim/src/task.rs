@@ -4,6 +4,10 @@
 use crate::cpumask::CpuMask;
 use crate::stats::CompactHistogram;
 
+/// [`Task::mm`] of a kernel thread (`TaskSpec::kthread`): it has no address space (`p->mm`
+/// is NULL), so context switches borrow the previous one and cache-aware balancing skips it.
+pub const NO_MM: u32 = u32::MAX;
+
 /// Index of a task in the simulation (dense, stable for the whole run).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct TaskId(pub u32);
@@ -80,48 +84,105 @@ pub struct TaskStats {
     pub wakeup_latency: CompactHistogram,
 }
 
-/// A simulated task.
+/// A fixed-length per-task array (loop counters, timer expiries, latency starts), kept inside
+/// the task when it is short (most programs have at most one or two of each), so that using it
+/// reads no separate allocation.
 #[derive(Clone, Debug)]
+pub enum Slots<T: Copy, const N: usize> {
+    Inline { len: u8, items: [T; N] },
+    Heap(Box<[T]>),
+}
+
+impl<T: Copy, const N: usize> Slots<T, N> {
+    /// `len` slots holding `fill`.
+    pub fn new(len: usize, fill: T) -> Self {
+        match u8::try_from(len) {
+            Ok(l) if len <= N => Slots::Inline { len: l, items: [fill; N] },
+            _ => Slots::Heap(vec![fill; len].into_boxed_slice()),
+        }
+    }
+}
+
+impl<T: Copy, const N: usize> std::ops::Deref for Slots<T, N> {
+    type Target = [T];
+    #[inline]
+    fn deref(&self) -> &[T] {
+        match self {
+            Slots::Inline { len, items } => &items[..*len as usize],
+            Slots::Heap(b) => b,
+        }
+    }
+}
+
+impl<T: Copy, const N: usize> std::ops::DerefMut for Slots<T, N> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut [T] {
+        match self {
+            Slots::Inline { len, items } => &mut items[..*len as usize],
+            Slots::Heap(b) => b,
+        }
+    }
+}
+
+/// A simulated task.
+///
+/// The fields are laid out by hand (`repr(C)`, hottest first, each task starting a cache
+/// line): a run with thousands of tasks touches a different task at almost every event, and
+/// what that costs is the number of cache lines the event reads. The first line holds what
+/// every step and switch reads; the second what a wakeup reads; the counters follow, the cold
+/// identity last.
+#[derive(Clone, Debug)]
+#[repr(C, align(64))]
 pub struct Task {
-    pub pid: u32,
-    pub comm: String,
-    pub nice: i32,
-    pub spec: u32,
-    pub state: TaskState,
+    // Line 1: stepping and switching.
+    pub step: Step,
+    /// The CPU the task last ran on, and the cache refill time it still owes (added to its
+    /// next user-mode computation).
+    pub cache_debt_ns: u64,
+    pub last_cpu: Option<u32>,
     /// `task_cpu(p)`.
     pub cpu: u32,
-    /// `p->cpus_mask`; its weight is `nr_cpus_allowed`.
-    pub allowed: CpuMask,
     pub pc: u32,
-    pub step: Step,
-    pub loop_counters: Vec<u32>,
-    pub timer_next: Vec<Option<u64>>,
+    pub spec: u32,
+    /// The spec's `mm`, copied here so that a context switch compares two tasks' address
+    /// spaces without reading their specs; [`NO_MM`] for a kernel thread.
+    pub mm: u32,
     /// Bumped whenever a pending hrtimer of this task is cancelled or consumed.
     pub timer_gen: u32,
+    pub state: TaskState,
+    /// CONFIG_SCHED_CACHE: whether `p->cache_work` is queued (`work->next != work`), and
+    /// `p->preferred_llc` (an `sd_llc_id`, `None` for -1).
+    pub cache_work_pending: bool,
+    // Line 2: the program's loop counters, sleeping and waking.
+    pub loop_counters: Slots<u32, 3>,
     /// When the last wakeup started (`sched_waking`), until the task runs.
     pub waking_since: Option<u64>,
+    /// The spec's `timer_slack_ns`, copied here so that arming a sleep reads no spec.
+    pub timer_slack_ns: u64,
     /// `p->last_wakee`, `p->wakee_flips`, `p->wakee_flip_decay_ts` (jiffies), `recent_used_cpu`.
-    pub last_wakee: Option<TaskId>,
-    pub wakee_flips: u32,
     pub wakee_flip_decay_ts: u64,
+    pub wakee_flips: u32,
     pub recent_used_cpu: u32,
-    /// The task that spawned this one, if any, and how many of its own children still live.
-    pub parent: Option<TaskId>,
-    pub live_children: u32,
+    // Line 3: waking, then the counters.
+    pub last_wakee: Option<TaskId>,
     /// Position in the CPU's `cfs_tasks` list (higher = nearer the head: recently enqueued
     /// or picked); the load balancer takes candidates from the tail.
     pub lb_seq: u64,
-    /// The CPU the task last ran on, and the cache refill time it still owes (added to its
-    /// next user-mode computation).
-    pub last_cpu: Option<u32>,
-    pub cache_debt_ns: u64,
-    /// Start times of the task's latency measurements (`Op::LatStart`).
-    pub lat_start: Vec<u64>,
-    /// CONFIG_SCHED_CACHE: `p->preferred_llc` (an `sd_llc_id`, `None` for -1), and whether
-    /// `p->cache_work` is queued (`work->next != work`).
     pub preferred_llc: Option<u32>,
-    pub cache_work_pending: bool,
+    /// `p->cpus_mask`; its weight is `nr_cpus_allowed`.
+    pub allowed: CpuMask,
     pub stats: TaskStats,
+    /// Fixed-length, so boxed slices (16 bytes, no allocation when empty), not `Vec`s: the
+    /// task stays six cache lines.
+    pub timer_next: Box<[Option<u64>]>,
+    /// Start times of the task's latency measurements (`Op::LatStart`).
+    pub lat_start: Box<[u64]>,
+    /// The task that spawned this one, if any, and how many of its own children still live.
+    pub parent: Option<TaskId>,
+    pub live_children: u32,
+    pub pid: u32,
+    pub nice: i32,
+    pub comm: Box<str>,
 }
 
 impl Task {
@@ -133,5 +194,45 @@ impl Task {
 
     pub fn allows(&self, cpu: u32) -> bool {
         self.allowed.contains(cpu)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{offset_of, size_of};
+
+    /// The layout `Task`'s comment promises: what stepping and switching read in the first
+    /// cache line, the loop counters and the wakeup fields in the second.
+    #[test]
+    fn hot_fields_share_the_first_cache_lines() {
+        assert_eq!(std::mem::align_of::<Task>(), 64);
+        for end in [
+            offset_of!(Task, step) + size_of::<Step>(),
+            offset_of!(Task, cache_debt_ns) + 8,
+            offset_of!(Task, last_cpu) + size_of::<Option<u32>>(),
+            offset_of!(Task, mm) + 4,
+            offset_of!(Task, timer_gen) + 4,
+            offset_of!(Task, state) + 1,
+            offset_of!(Task, cache_work_pending) + 1,
+        ] {
+            assert!(end <= 64, "{end}");
+        }
+        assert_eq!(offset_of!(Task, loop_counters), 64);
+        assert!(offset_of!(Task, recent_used_cpu) + 4 <= 128);
+        assert!(offset_of!(Task, allowed) + size_of::<CpuMask>() <= 192);
+        assert_eq!(size_of::<Task>(), 6 * 64);
+    }
+
+    #[test]
+    fn slots_are_inline_when_short() {
+        let mut s: Slots<u32, 3> = Slots::new(3, 7);
+        assert!(matches!(s, Slots::Inline { .. }));
+        s[2] += 1;
+        assert_eq!(&*s, &[7, 7, 8]);
+        let h: Slots<u32, 3> = Slots::new(4, 1);
+        assert!(matches!(h, Slots::Heap(_)));
+        assert_eq!(&*h, &[1, 1, 1, 1]);
+        assert!(Slots::<u64, 2>::new(0, 0).is_empty());
     }
 }

@@ -10,7 +10,7 @@ use sim::select::{
     AffineRule, CpuFacts, LlcShared, Placement, SelectCtx, SelectReason, Waking, imb_numa_nr, select_task_rq_fair,
     update_idle_core, update_idle_cpu_scan, update_llc_idle_scan,
 };
-use sim::task::{Step, Task, TaskId, TaskState, TaskStats};
+use sim::task::{Slots, Step, Task, TaskId, TaskState, TaskStats};
 use sim::topology::{Domains, PRESET_NAMES, Topology};
 
 const TTWU_SYNC: u32 = wf::TTWU | wf::SYNC;
@@ -18,16 +18,18 @@ const TTWU_SYNC: u32 = wf::TTWU | wf::SYNC;
 fn task(id: u32, cpu: u32, nr_cpus: u32) -> Task {
     Task {
         pid: 1000 + id,
-        comm: format!("t{id}"),
+        comm: format!("t{id}").into(),
         nice: 0,
         spec: id,
+        mm: id,
+        timer_slack_ns: 50_000,
         state: TaskState::Blocked,
         cpu,
         allowed: sim::cpumask::CpuMask::full(nr_cpus),
         pc: 0,
         step: Step::Next,
-        loop_counters: vec![],
-        timer_next: vec![],
+        loop_counters: Slots::new(0, 0),
+        timer_next: Box::new([]),
         timer_gen: 0,
         waking_since: None,
         last_wakee: None,
@@ -41,7 +43,7 @@ fn task(id: u32, cpu: u32, nr_cpus: u32) -> Task {
         cache_debt_ns: 0,
         preferred_llc: None,
         cache_work_pending: false,
-        lat_start: vec![],
+        lat_start: Box::new([]),
         stats: TaskStats::default(),
     }
 }

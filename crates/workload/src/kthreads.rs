@@ -69,10 +69,8 @@ pub fn guest(nr_cpus: u32, seed: u64) -> Vec<TaskSpec> {
             out.push(TaskSpec {
                 cpus: cpu.map(|c| vec![c]),
                 start_ns: phase,
+                // No mm: the engine gives kernel threads none (`sim::task::NO_MM`).
                 kthread: true,
-                // Each kernel thread is its own task: no mm, but a distinct "address space"
-                // index keeps it out of the benchmark's thread groups.
-                mm: u32::MAX - out.len() as u32,
                 ..TaskSpec::new(comm, ops)
             });
         }

@@ -224,10 +224,10 @@ impl Sim {
                     if let Some((groups, cpu)) = f.groups.as_mut() {
                         groups.remove_task(*cpu, g, &avg, w);
                     }
-                    if !self.specs[self.tasks[p.idx()].spec as usize].kthread {
+                    let mm = self.tasks[p.idx()].mm;
+                    if mm != crate::task::NO_MM {
                         self.live_tasks -= 1;
                     }
-                    let mm = self.specs[self.tasks[p.idx()].spec as usize].mm;
                     self.lb.cache.thread_exited(mm);
                 }
             }
@@ -311,10 +311,9 @@ impl Sim {
         // Threads of one process share the address space; a process switch also switches mm.
         // A kernel thread has no mm (context_switch(): it borrows the previous task's
         // active_mm, lazy TLB), so switching to or from one never switches the address space.
-        let spec_of = |t: TaskId| &self.specs[self.tasks[t.idx()].spec as usize];
         let same_mm = prev.is_none_or(|p| {
-            let (a, b) = (spec_of(p), spec_of(next));
-            a.kthread || b.kthread || a.mm == b.mm
+            let (a, b) = (self.tasks[p.idx()].mm, self.tasks[next.idx()].mm);
+            a == b || a == crate::task::NO_MM || b == crate::task::NO_MM
         });
         let cost = if same_mm { self.costs.context_switch_ns } else { self.costs.context_switch_mm_ns };
         let cost = self.cost(cost);

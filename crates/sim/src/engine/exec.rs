@@ -106,13 +106,13 @@ impl Sim {
         match then {
             AfterKernel::Return => !self.return_to_user(cpu),
             AfterKernel::SleepFor { ns } => {
-                let slack = self.specs[self.tasks[t.idx()].spec as usize].timer_slack_ns;
+                let slack = self.tasks[t.idx()].timer_slack_ns;
                 self.arm_sleep_timer(cpu, t, self.now.saturating_add(ns), slack);
                 self.schedule(cpu, Switch::Block);
                 false
             }
             AfterKernel::SleepUntil { soft } => {
-                let slack = self.specs[self.tasks[t.idx()].spec as usize].timer_slack_ns;
+                let slack = self.tasks[t.idx()].timer_slack_ns;
                 self.arm_sleep_timer(cpu, t, soft, slack);
                 self.schedule(cpu, Switch::Block);
                 false

@@ -25,7 +25,7 @@ use crate::fair::{CfsRq, Fair, FairParams, Resched, SchedEntity};
 use crate::ipc::ObjectSpec;
 use crate::program::{Op, TaskSpec};
 use crate::stats::LatencyHistogram;
-use crate::task::{Step, Task, TaskId, TaskState, TaskStats};
+use crate::task::{Slots, Step, Task, TaskId, TaskState, TaskStats};
 use crate::time::Nanos;
 use crate::topology::{Costs, Domains, Topology};
 use crate::trace::TraceSink;
@@ -360,7 +360,13 @@ impl Sim {
             sim.check_spec_refs(spec, nspecs)?;
         }
         sim.specs = setup.tasks;
-        let nr_mm = sim.specs.iter().map(|s| s.mm as usize + 1).max().unwrap_or(0);
+        // The tasks created up front, allocated once: growing by doubling would copy every task
+        // and entity (a `Task` is cache-line aligned, so the allocator cannot grow it in place)
+        // and hold both copies at the process's peak.
+        let initial = sim.specs.iter().filter(|s| !s.spawned).count();
+        sim.tasks.reserve_exact(initial);
+        sim.ents.reserve_exact(initial);
+        let nr_mm = sim.specs.iter().filter(|s| !s.kthread).map(|s| s.mm as usize + 1).max().unwrap_or(0);
         sim.lb.cache.init_processes(nr_mm);
         // The kernel starts with nr_idle_scan = 0 (no idle scan until the first periodic LLC
         // balance); start instead from the value for an idle LLC, as after warm-up.
@@ -446,19 +452,21 @@ impl Sim {
         let mut se = SchedEntity::new(spec.policy, spec.nice, slice);
         se.group = spec.group;
         self.ents.push(se);
-        let comm: String = spec.comm.chars().take(15).collect();
+        let comm: Box<str> = spec.comm.chars().take(15).collect::<String>().into_boxed_str();
         self.tasks.push(Task {
             pid: 1000 + id.0,
             comm,
             nice: spec.nice,
             spec: spec_idx,
+            mm: if spec.kthread { crate::task::NO_MM } else { spec.mm },
+            timer_slack_ns: spec.timer_slack_ns,
             state: TaskState::New,
             cpu: first_cpu,
             allowed,
             pc: 0,
             step: Step::Next,
-            loop_counters: vec![0; spec.nr_slots as usize],
-            timer_next: vec![None; spec.nr_timers as usize],
+            loop_counters: Slots::new(spec.nr_slots as usize, 0),
+            timer_next: vec![None; spec.nr_timers as usize].into_boxed_slice(),
             timer_gen: 0,
             waking_since: None,
             last_wakee: None,
@@ -470,7 +478,7 @@ impl Sim {
             lb_seq: 0,
             last_cpu: None,
             cache_debt_ns: 0,
-            lat_start: vec![0; nr_lat],
+            lat_start: vec![0; nr_lat].into_boxed_slice(),
             preferred_llc: None,
             cache_work_pending: false,
             stats: TaskStats::default(),
@@ -655,16 +663,20 @@ impl Sim {
             let mut f = self.fair(cpu);
             f.update_curr();
         }
+        // The programs and pending events are not reported: free them before the reports are
+        // built, which is the process's memory peak (a `Task` is cache-line aligned, so the
+        // reports cannot reuse the tasks' allocation).
+        self.specs = Vec::new();
+        self.queue = EventQueue::default();
         // Moved, not cloned: the per-task histograms would otherwise exist twice at the
         // process's peak.
-        let specs = &self.specs;
         let tasks = std::mem::take(&mut self.tasks)
             .into_iter()
             .zip(&self.ents)
             .map(|(t, se)| TaskReport {
-                kthread: specs[t.spec as usize].kthread,
+                kthread: t.mm == crate::task::NO_MM,
                 pid: t.pid,
-                comm: t.comm,
+                comm: t.comm.into_string(),
                 nice: t.nice,
                 sum_exec_runtime_ns: se.sum_exec_runtime,
                 vruntime: se.vruntime,

@@ -237,7 +237,7 @@ impl Sim {
         // workload's launcher outside the model, taken to be on the task's first CPU.
         let parent = self.tasks[p.idx()].parent;
         let parent_cpu = parent.map_or(self.tasks[p.idx()].first_allowed(), |pp| self.tasks[pp.idx()].cpu);
-        let mm = self.specs[self.tasks[p.idx()].spec as usize].mm;
+        let mm = self.tasks[p.idx()].mm;
         self.lb.cache.thread_started(mm);
         let task = &mut self.tasks[p.idx()];
         task.state = TaskState::Waking;

@@ -35,34 +35,61 @@ fn min_wrapping(a: u64, b: u64) -> u64 {
 /// Handle of an inserted node, kept by the caller to remove it again.
 pub type NodeIdx = u32;
 
-/// One arena slot. Freed slots keep their stale contents until reused; no live node shares
-/// their `seq`, so removing through a stale handle finds nothing and panics.
+/// No node (a missing child, the root's parent, an empty tree).
+const NIL: NodeIdx = NodeIdx::MAX;
+
+/// One arena slot. A freed slot keeps its stale contents, with height 0, until reused.
+///
+/// The fields a descent reads (`deadline`, the links) come first so that they share a cache
+/// line; the whole node is 72 bytes.
 #[derive(Clone, Debug)]
 struct Node {
-    key: NodeKey,
-    /// Insertion number, the final tie-breaker that makes equal deadlines FIFO.
-    seq: u64,
-    left: Option<NodeIdx>,
-    right: Option<NodeIdx>,
-    /// AVL height of the subtree rooted here (a leaf is 1).
-    height: u8,
-    /// Subtree aggregates, recomputed bottom-up whenever the subtree changes shape.
+    deadline: u64,
+    left: NodeIdx,
+    right: NodeIdx,
+    parent: NodeIdx,
+    id: u32,
+    vruntime: u64,
+    slice: u64,
+    /// Subtree aggregates (the kernel's `min_vruntime_cb`), recomputed bottom-up along the
+    /// path a change touched.
     min_vruntime: u64,
     min_slice: u64,
     max_slice: u64,
+    /// AVL height of the subtree rooted here (a leaf is 1).
+    height: u8,
+}
+
+impl Node {
+    fn key(&self) -> NodeKey {
+        NodeKey { id: self.id, deadline: self.deadline, vruntime: self.vruntime, slice: self.slice }
+    }
+
+    /// What a parent reads of this subtree: if none of it changed, no ancestor changes.
+    fn summary(&self) -> (u8, u64, u64, u64) {
+        (self.height, self.min_vruntime, self.min_slice, self.max_slice)
+    }
 }
 
 /// The augmented, leftmost-cached balanced tree the scheduler picks from. An AVL tree is used
-/// instead of the kernel's red-black tree because it is simpler without parent pointers; the
-/// in-order sequence, the aggregates and therefore every pick are the same.
-#[derive(Clone, Debug, Default)]
+/// instead of the kernel's red-black tree; the in-order sequence, the aggregates and therefore
+/// every pick are the same. Nodes have parent links, so that, as in the kernel's
+/// `rb_add_augmented_cached`/`rb_erase_augmented_cached`, an insert descends once and a removal
+/// not at all, and the fix-up walks up only while a subtree's height or aggregates change
+/// (the kernel's augment `propagate` stops the same way).
+#[derive(Clone, Debug)]
 pub struct Timeline {
     nodes: Vec<Node>,
     free: Vec<NodeIdx>,
-    root: Option<NodeIdx>,
+    root: NodeIdx,
     /// The earliest node, cached like `rb_root_cached` because it is the common pick.
-    leftmost: Option<NodeIdx>,
-    seq: u64,
+    leftmost: NodeIdx,
+}
+
+impl Default for Timeline {
+    fn default() -> Self {
+        Timeline { nodes: Vec::new(), free: Vec::new(), root: NIL, leftmost: NIL }
+    }
 }
 
 impl Timeline {
@@ -75,22 +102,25 @@ impl Timeline {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.root.is_none()
+        self.root == NIL
     }
 
-    /// Insert after every existing node whose deadline is not after `key.deadline`, returning
-    /// the arena index, which stays valid until the node is removed.
+    /// Insert after every existing node whose deadline is not after `key.deadline` (FIFO
+    /// among equal deadlines), returning the arena index, which stays valid until the node is
+    /// removed.
     pub fn insert(&mut self, key: NodeKey) -> NodeIdx {
-        self.seq += 1;
         let node = Node {
-            key,
-            seq: self.seq,
-            left: None,
-            right: None,
-            height: 1,
+            deadline: key.deadline,
+            left: NIL,
+            right: NIL,
+            parent: NIL,
+            id: key.id,
+            vruntime: key.vruntime,
+            slice: key.slice,
             min_vruntime: key.vruntime,
             min_slice: key.slice,
             max_slice: key.slice,
+            height: 1,
         };
         let idx = match self.free.pop() {
             Some(idx) => {
@@ -101,40 +131,108 @@ impl Timeline {
                 self.nodes.push(node);
                 #[allow(clippy::expect_used, reason = "tasks are limited far below 2^32 (setup checks)")]
                 let idx = NodeIdx::try_from(self.nodes.len() - 1).expect("timeline arena exceeds u32");
+                debug_assert!(idx != NIL);
                 idx
             }
         };
-        self.root = Some(self.insert_at(self.root, idx));
-        if self.leftmost.is_none_or(|l| self.precedes(idx, l)) {
-            self.leftmost = Some(idx);
+        if self.root == NIL {
+            self.root = idx;
+            self.leftmost = idx;
+            return idx;
         }
+        // The new node sorts after every equal deadline already in the tree, so only a strictly
+        // later deadline sends it left.
+        let (mut p, mut leftmost) = (self.root, true);
+        loop {
+            let n = self.node(p);
+            if before(key.deadline, n.deadline) {
+                if n.left == NIL {
+                    self.node_mut(p).left = idx;
+                    break;
+                }
+                p = n.left;
+            } else {
+                leftmost = false;
+                if n.right == NIL {
+                    self.node_mut(p).right = idx;
+                    break;
+                }
+                p = n.right;
+            }
+        }
+        self.node_mut(idx).parent = p;
+        if leftmost {
+            self.leftmost = idx;
+        }
+        self.fix_up(p, NIL);
         idx
     }
 
     /// Remove the node `insert` returned `idx` for. Panics if it is no longer in the tree.
     pub fn remove(&mut self, idx: NodeIdx) -> NodeKey {
-        self.root = self.remove_at(self.root, idx);
-        if self.leftmost == Some(idx) {
-            self.leftmost = self.first();
+        let t = self.node(idx);
+        // A freed slot has height 0 (a live node's is at least 1) until it is reused.
+        assert!(t.height != 0, "node {idx} is not in the timeline");
+        let (left, right, parent) = (t.left, t.right, t.parent);
+        if self.leftmost == idx {
+            // The leftmost node has no left child: its successor is its right subtree's first
+            // node, or else its parent.
+            self.leftmost = if right != NIL { self.first_from(right) } else { parent };
+        }
+        if left == NIL || right == NIL {
+            let child = if left == NIL { right } else { left };
+            self.replace_child(parent, idx, child);
+            if child != NIL {
+                self.node_mut(child).parent = parent;
+            }
+            self.fix_up(parent, NIL);
+        } else {
+            // Splice in the successor node (not its key, so every other handle stays valid). It
+            // takes over the removed node's height and aggregates, which are what its new
+            // parent last saw of that position.
+            let succ = self.first_from(right);
+            let start = if succ == right {
+                succ
+            } else {
+                let (sp, sr) = (self.node(succ).parent, self.node(succ).right);
+                self.node_mut(sp).left = sr;
+                if sr != NIL {
+                    self.node_mut(sr).parent = sp;
+                }
+                self.node_mut(succ).right = right;
+                self.node_mut(right).parent = succ;
+                sp
+            };
+            let t = self.node(idx);
+            let summary = t.summary();
+            let s = self.node_mut(succ);
+            s.left = left;
+            s.parent = parent;
+            (s.height, s.min_vruntime, s.min_slice, s.max_slice) = summary;
+            self.node_mut(left).parent = succ;
+            self.replace_child(parent, idx, succ);
+            self.fix_up(start, succ);
         }
         self.free.push(idx);
-        self.node(idx).key
+        let n = self.node_mut(idx);
+        n.height = 0;
+        n.key()
     }
 
     pub fn leftmost(&self) -> Option<NodeKey> {
-        self.leftmost.map(|i| self.node(i).key)
+        (self.leftmost != NIL).then(|| self.node(self.leftmost).key())
     }
 
     pub fn min_vruntime(&self) -> Option<u64> {
-        self.root.map(|i| self.node(i).min_vruntime)
+        (self.root != NIL).then(|| self.node(self.root).min_vruntime)
     }
 
     pub fn min_slice(&self) -> Option<u64> {
-        self.root.map(|i| self.node(i).min_slice)
+        (self.root != NIL).then(|| self.node(self.root).min_slice)
     }
 
     pub fn max_slice(&self) -> Option<u64> {
-        self.root.map(|i| self.node(i).max_slice)
+        (self.root != NIL).then(|| self.node(self.root).max_slice)
     }
 
     /// The earliest-deadline entity whose vruntime is eligible (FIFO among equal deadlines).
@@ -147,14 +245,14 @@ impl Timeline {
             return Some(first);
         }
         let mut next = self.root;
-        while let Some(i) = next {
-            let node = self.node(i);
-            if node.left.is_some_and(|l| eligible(self.node(l).min_vruntime)) {
+        while next != NIL {
+            let node = self.node(next);
+            if node.left != NIL && eligible(self.node(node.left).min_vruntime) {
                 next = node.left;
                 continue;
             }
-            if eligible(node.key.vruntime) {
-                return Some(node.key);
+            if eligible(node.vruntime) {
+                return Some(node.key());
             }
             next = node.right;
         }
@@ -166,13 +264,13 @@ impl Timeline {
         let mut stack = Vec::new();
         let mut next = self.root;
         std::iter::from_fn(move || {
-            while let Some(i) = next {
-                stack.push(i);
-                next = self.node(i).left;
+            while next != NIL {
+                stack.push(next);
+                next = self.node(next).left;
             }
             let i = stack.pop()?;
             next = self.node(i).right;
-            Some(self.node(i).key)
+            Some(self.node(i).key())
         })
     }
 
@@ -184,8 +282,8 @@ impl Timeline {
         &mut self.nodes[i as usize]
     }
 
-    fn height(&self, i: Option<NodeIdx>) -> u8 {
-        i.map_or(0, |i| self.node(i).height)
+    fn height(&self, i: NodeIdx) -> u8 {
+        if i == NIL { 0 } else { self.node(i).height }
     }
 
     /// Left height minus right height; AVL keeps it within -1..=1.
@@ -194,32 +292,39 @@ impl Timeline {
         i16::from(self.height(n.left)) - i16::from(self.height(n.right))
     }
 
-    /// Tree order: `a` sorts before `b` by wrapping deadline, then by insertion.
-    fn precedes(&self, a: NodeIdx, b: NodeIdx) -> bool {
-        let (a, b) = (self.node(a), self.node(b));
-        before(a.key.deadline, b.key.deadline) || (a.key.deadline == b.key.deadline && a.seq < b.seq)
+    /// The earliest node of the subtree rooted at `i`.
+    fn first_from(&self, mut i: NodeIdx) -> NodeIdx {
+        while self.node(i).left != NIL {
+            i = self.node(i).left;
+        }
+        i
     }
 
-    /// The earliest node, found by descending (only needed when the cached one leaves).
-    fn first(&self) -> Option<NodeIdx> {
-        let mut i = self.root?;
-        while let Some(l) = self.node(i).left {
-            i = l;
+    /// Point `parent`'s link to `old` (or the root, for no parent) at `new`.
+    fn replace_child(&mut self, parent: NodeIdx, old: NodeIdx, new: NodeIdx) {
+        if parent == NIL {
+            self.root = new;
+        } else if self.node(parent).left == old {
+            self.node_mut(parent).left = new;
+        } else {
+            self.node_mut(parent).right = new;
         }
-        Some(i)
     }
 
     /// Recompute `i`'s height and aggregates from its children (the kernel's
     /// `min_vruntime_update`); the children must already be up to date.
     fn update(&mut self, i: NodeIdx) {
         let n = self.node(i);
-        let (mut height, mut min_vruntime) = (0, n.key.vruntime);
-        let (mut min_slice, mut max_slice) = (n.key.slice, n.key.slice);
-        for c in [n.left, n.right].into_iter().flatten().map(|c| self.node(c)) {
-            height = height.max(c.height);
-            min_vruntime = min_wrapping(min_vruntime, c.min_vruntime);
-            min_slice = min_slice.min(c.min_slice);
-            max_slice = max_slice.max(c.max_slice);
+        let (mut height, mut min_vruntime) = (0, n.vruntime);
+        let (mut min_slice, mut max_slice) = (n.slice, n.slice);
+        for c in [n.left, n.right] {
+            if c != NIL {
+                let c = self.node(c);
+                height = height.max(c.height);
+                min_vruntime = min_wrapping(min_vruntime, c.min_vruntime);
+                min_slice = min_slice.min(c.min_slice);
+                max_slice = max_slice.max(c.max_slice);
+            }
         }
         let n = self.node_mut(i);
         (n.height, n.min_vruntime) = (height + 1, min_vruntime);
@@ -227,23 +332,37 @@ impl Timeline {
     }
 
     /// Rotate `i`'s left child up, updating both nodes like the kernel's augmented rotate
-    /// callback; returns the new subtree root.
-    #[allow(clippy::expect_used, reason = "a right rotation is applied only to a node with a left child (AVL)")]
+    /// callback and relinking `i`'s parent; returns the new subtree root.
     fn rotate_right(&mut self, i: NodeIdx) -> NodeIdx {
-        let l = self.node(i).left.expect("rotate_right needs a left child");
-        self.node_mut(i).left = self.node(l).right;
-        self.node_mut(l).right = Some(i);
+        let (l, parent) = (self.node(i).left, self.node(i).parent);
+        debug_assert!(l != NIL, "a right rotation needs a left child (AVL)");
+        let lr = self.node(l).right;
+        self.node_mut(i).left = lr;
+        if lr != NIL {
+            self.node_mut(lr).parent = i;
+        }
+        self.node_mut(l).right = i;
+        self.node_mut(i).parent = l;
+        self.node_mut(l).parent = parent;
+        self.replace_child(parent, i, l);
         self.update(i);
         self.update(l);
         l
     }
 
     /// Mirror image of [`Self::rotate_right`].
-    #[allow(clippy::expect_used, reason = "a left rotation is applied only to a node with a right child (AVL)")]
     fn rotate_left(&mut self, i: NodeIdx) -> NodeIdx {
-        let r = self.node(i).right.expect("rotate_left needs a right child");
-        self.node_mut(i).right = self.node(r).left;
-        self.node_mut(r).left = Some(i);
+        let (r, parent) = (self.node(i).right, self.node(i).parent);
+        debug_assert!(r != NIL, "a left rotation needs a right child (AVL)");
+        let rl = self.node(r).left;
+        self.node_mut(i).right = rl;
+        if rl != NIL {
+            self.node_mut(rl).parent = i;
+        }
+        self.node_mut(r).left = i;
+        self.node_mut(i).parent = r;
+        self.node_mut(r).parent = parent;
+        self.replace_child(parent, i, r);
         self.update(i);
         self.update(r);
         r
@@ -251,21 +370,20 @@ impl Timeline {
 
     /// Restore the AVL invariant at `i` after one of its subtrees changed height by at most
     /// one, and refresh its aggregates; returns the new subtree root.
-    #[allow(clippy::expect_used, reason = "a node with balance >= 2 has a left child and <= -2 a right child")]
     fn rebalance(&mut self, i: NodeIdx) -> NodeIdx {
         self.update(i);
         match self.balance(i) {
             2.. => {
-                let l = self.node(i).left.expect("left-heavy node has a left child");
+                let l = self.node(i).left;
                 if self.balance(l) < 0 {
-                    self.node_mut(i).left = Some(self.rotate_left(l));
+                    self.rotate_left(l);
                 }
                 self.rotate_right(i)
             }
             ..=-2 => {
-                let r = self.node(i).right.expect("right-heavy node has a right child");
+                let r = self.node(i).right;
                 if self.balance(r) > 0 {
-                    self.node_mut(i).right = Some(self.rotate_right(r));
+                    self.rotate_right(r);
                 }
                 self.rotate_left(i)
             }
@@ -273,57 +391,28 @@ impl Timeline {
         }
     }
 
-    /// Link the detached node `new` into subtree `sub`; returns the new subtree root.
-    fn insert_at(&mut self, sub: Option<NodeIdx>, new: NodeIdx) -> NodeIdx {
-        let Some(s) = sub else { return new };
-        if self.precedes(new, s) {
-            let l = self.insert_at(self.node(s).left, new);
-            self.node_mut(s).left = Some(l);
-        } else {
-            let r = self.insert_at(self.node(s).right, new);
-            self.node_mut(s).right = Some(r);
-        }
-        self.rebalance(s)
-    }
-
-    /// Unlink `target` from subtree `sub`, splicing in its successor node (not its key, so
-    /// every other handle stays valid); returns the new subtree root. Nothing is modified
-    /// before the panic if `target` is absent.
-    #[allow(
-        clippy::expect_used,
-        reason = "removing an absent node is a caller bug; the oracle tests cover every caller"
-    )]
-    fn remove_at(&mut self, sub: Option<NodeIdx>, target: NodeIdx) -> Option<NodeIdx> {
-        let s = sub.expect("node in timeline");
-        let (left, right) = (self.node(s).left, self.node(s).right);
-        if s == target {
-            return match (left, right) {
-                (l, None) => l,
-                (None, r) => r,
-                (l, Some(r)) => {
-                    let (rest, succ) = self.remove_first(r);
-                    let n = self.node_mut(succ);
-                    (n.left, n.right) = (l, rest);
-                    Some(self.rebalance(succ))
+    /// Rebalance and refresh from `i` up to the root, the same steps, bottom-up, as a
+    /// recursive AVL insert or delete takes, but stopping once a subtree's summary is what its
+    /// parent already holds: nothing above can change then. Below `must_reach` (the node that
+    /// took a removed node's place, whose ancestors all lost that key) the walk skips ahead to
+    /// it instead of stopping.
+    fn fix_up(&mut self, mut i: NodeIdx, must_reach: NodeIdx) {
+        let mut below = must_reach != NIL;
+        while i != NIL {
+            if i == must_reach {
+                below = false;
+            }
+            let before = self.node(i).summary();
+            let sub = self.rebalance(i);
+            if self.node(sub).summary() == before {
+                if !below {
+                    return;
                 }
-            };
+                i = must_reach;
+                continue;
+            }
+            i = self.node(sub).parent;
         }
-        if self.precedes(target, s) {
-            self.node_mut(s).left = self.remove_at(left, target);
-        } else {
-            self.node_mut(s).right = self.remove_at(right, target);
-        }
-        Some(self.rebalance(s))
-    }
-
-    /// Detach the earliest node of subtree `s`; returns the remaining subtree and that node.
-    fn remove_first(&mut self, s: NodeIdx) -> (Option<NodeIdx>, NodeIdx) {
-        let Some(l) = self.node(s).left else {
-            return (self.node(s).right, s);
-        };
-        let (rest, first) = self.remove_first(l);
-        self.node_mut(s).left = rest;
-        (Some(self.rebalance(s)), first)
     }
 }
 
@@ -401,18 +490,21 @@ mod tests {
 
     /// Check every node's height and aggregates against a recomputation from its children and
     /// the AVL balance; returns the subtree's height and node count.
-    fn check_subtree(t: &Timeline, i: Option<NodeIdx>) -> (u8, usize) {
-        let Some(i) = i else { return (0, 0) };
+    fn check_subtree(t: &Timeline, i: NodeIdx, parent: NodeIdx) -> (u8, usize) {
+        if i == NIL {
+            return (0, 0);
+        }
         let n = t.node(i);
-        let (lh, lcount) = check_subtree(t, n.left);
-        let (rh, rcount) = check_subtree(t, n.right);
+        assert_eq!(n.parent, parent, "parent link of {i}");
+        let (lh, lcount) = check_subtree(t, n.left, i);
+        let (rh, rcount) = check_subtree(t, n.right, i);
         assert!(lh.abs_diff(rh) <= 1, "node {i} unbalanced: {lh} vs {rh}");
         assert_eq!(n.height, lh.max(rh) + 1, "height of {i}");
-        let kids = || [n.left, n.right].into_iter().flatten().map(|c| t.node(c));
-        let min_vruntime = kids().map(|c| c.min_vruntime).fold(n.key.vruntime, min_wrapping);
+        let kids = || [n.left, n.right].into_iter().filter(|&c| c != NIL).map(|c| t.node(c));
+        let min_vruntime = kids().map(|c| c.min_vruntime).fold(n.vruntime, min_wrapping);
         assert_eq!(n.min_vruntime, min_vruntime, "min_vruntime of {i}");
-        assert_eq!(n.min_slice, kids().map(|c| c.min_slice).fold(n.key.slice, u64::min));
-        assert_eq!(n.max_slice, kids().map(|c| c.max_slice).fold(n.key.slice, u64::max));
+        assert_eq!(n.min_slice, kids().map(|c| c.min_slice).fold(n.slice, u64::min));
+        assert_eq!(n.max_slice, kids().map(|c| c.max_slice).fold(n.slice, u64::max));
         (n.height, lcount + rcount + 1)
     }
 
@@ -469,7 +561,7 @@ mod tests {
                         prop_assert_eq!(tree.pick_eligible(eligible), naive.pick_eligible(eligible));
                     }
                 }
-                let (_, count) = check_subtree(&tree, tree.root);
+                let (_, count) = check_subtree(&tree, tree.root, NIL);
                 peak = peak.max(tree.len());
                 prop_assert_eq!(count, tree.len());
                 prop_assert!(tree.nodes.len() <= peak, "freed arena slots are reused");

@@ -172,8 +172,11 @@ impl Sim {
         self.cfg.sysctl.llc.epoch_period(self.cfg.hz).max(1)
     }
 
-    fn mm_of(&self, p: TaskId) -> usize {
-        self.specs[self.tasks[p.idx()].spec as usize].mm as usize
+    /// The process of `p`, or `None` for a kernel thread (no mm: `account_mm_sched()` and the
+    /// scan are for tasks with an mm only).
+    fn mm_of(&self, p: TaskId) -> Option<usize> {
+        let mm = self.tasks[p.idx()].mm;
+        (mm != crate::task::NO_MM).then_some(mm as usize)
     }
 
     /// `llc_id(cpu)`: `sd_llc_id`.
@@ -193,7 +196,7 @@ impl Sim {
 
     /// `account_mm_sched()` (fair.c 7.3.4): charge `delta` ns of `p` on `cpu` at time `at`.
     fn account_mm_sched(&mut self, cpu: u32, p: TaskId, at: u64, delta: u64) {
-        let mm = self.mm_of(p);
+        let Some(mm) = self.mm_of(p) else { return };
         let now = at / self.params.tick_nsec;
         let period = self.llc_period();
         let timeout = i64::from(self.cfg.sysctl.llc.epoch_affinity_timeout);
@@ -240,7 +243,7 @@ impl Sim {
             return;
         }
         self.llc_flush(cpu);
-        let mm = self.mm_of(p);
+        let Some(mm) = self.mm_of(p) else { return };
         let epoch = self.lb.cache.rq[cpu as usize].cpu_epoch;
         let g = &mut self.lb.cache.groups[mm];
         // time_after_eq(grp->epoch, epoch): avoid moving backwards.
@@ -277,7 +280,7 @@ impl Sim {
         if self.tasks[p.idx()].state == TaskState::Dead {
             return;
         }
-        let mm = self.mm_of(p);
+        let Some(mm) = self.mm_of(p) else { return };
         let now = self.jiffies();
         let period = self.llc_period();
         let g = &mut self.lb.cache.groups[mm];
@@ -315,7 +318,7 @@ impl Sim {
                 }
                 if let Some(cur) = self.rqs[i as usize].curr
                     && self.tasks[cur.idx()].state != TaskState::Dead
-                    && self.mm_of(cur) == mm
+                    && self.mm_of(cur) == Some(mm)
                 {
                     nr_running += 1;
                 }
@@ -411,7 +414,7 @@ impl Sim {
             return LlcMig::Forbid;
         }
         let (src, dst) = (env.src_cpu, env.dst_cpu);
-        let mm = self.mm_of(p);
+        let Some(mm) = self.mm_of(p) else { return LlcMig::Unrestricted };
         let Some(cpu) = self.lb.cache.groups[mm].cpu else { return LlcMig::Unrestricted };
         if self.topo.cpus_share_cache(src, dst) {
             return LlcMig::Unrestricted;
