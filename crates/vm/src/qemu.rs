@@ -69,10 +69,15 @@ pub struct Boot {
     pub kvm_failed: Option<String>,
 }
 
-/// qemu's stderr lines that mean KVM stopped the guest for good (a nested or partial KVM that
-/// answers `/dev/kvm` but cannot emulate an instruction the guest uses).
+/// qemu's stderr lines that mean KVM stopped the guest for good: a nested or partial KVM that
+/// answers `/dev/kvm` but cannot emulate an instruction the guest uses, or refuses the vCPU's
+/// MSRs at start (`kvm_buf_set_msrs` aborts qemu: seen in a KVM guest whose host hides
+/// `IA32_ARCH_CAPABILITIES`, MSR 0x10a).
 fn is_kvm_failure(line: &str) -> bool {
-    line.contains("emulation failure") || line.contains("KVM internal error")
+    line.contains("emulation failure")
+        || line.contains("KVM internal error")
+        || line.contains("failed to set MSR")
+        || line.contains("kvm_buf_set_msrs")
 }
 
 pub fn qemu_binary() -> Result<&'static str, VmError> {
@@ -195,4 +200,19 @@ pub fn boot(
         .unwrap_or_default();
     let kvm_failed = kvm_failed.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
     Ok(Boot { lines, agent, boot_secs, total_secs: start.elapsed().as_secs_f64(), timed_out, kvm_failed })
+}
+
+#[cfg(test)]
+mod kvm_failure_tests {
+    use super::is_kvm_failure;
+
+    #[test]
+    fn known_kvm_failures_are_recognised() {
+        assert!(is_kvm_failure("qemu-system-x86_64: error: failed to set MSR 0x10a to 0x69"));
+        assert!(is_kvm_failure(
+            "qemu-system-x86_64: ../../target/i386/kvm/kvm.c:3183: kvm_buf_set_msrs: Assertion `ret == cpu->kvm_msr_buf->nmsrs' failed."
+        ));
+        assert!(is_kvm_failure("KVM internal error. Suberror: 1"));
+        assert!(!is_kvm_failure("qemu-system-x86_64: terminating on signal 15"));
+    }
 }
