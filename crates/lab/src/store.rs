@@ -439,24 +439,6 @@ impl Store {
 
     /// Whether the store has a run with this key for this version (used by tests and tools).
     pub fn contains(&self, key: &RunKey) -> Result<bool, LabError> {
-        let conn = self.conn();
-        let workload = serde_json::to_string(&key.workload).map_err(|e| db_err(&self.path, e))?;
-        conn.query_row(
-            "SELECT 1 FROM runs WHERE schedlab_version = ?1 AND spec = ?2 AND topology = ?3 AND workload = ?4 \
-             AND seed = ?5 AND duration_ns = ?6 AND max_events = ?7",
-            params![
-                VERSION,
-                key.spec,
-                key.topology,
-                workload,
-                key.seed as i64,
-                key.duration_ns as i64,
-                key.max_events as i64
-            ],
-            |_| Ok(()),
-        )
-        .optional()
-        .map(|o| o.is_some())
-        .map_err(|e| db_err(&self.path, e))
+        Ok(self.get(key)?.is_some())
     }
 }
