@@ -103,10 +103,14 @@ fn compare_validate_and_a_user_image_on_a_real_kernel() {
     // One loop is a round trip: each task sleeps in read and is woken by the other's write in
     // nearly every loop, two switches and two wakeups, on both sides. Not always in the guest:
     // with the two on different vCPUs a reply can be in the pipe before the reader blocks
-    // (1.888 switches per loop measured once, at host load 4), so the guest's bound is lower.
-    for (side, at_least) in [("guest_median", 1.5), ("sim_median", 1.9)] {
-        assert!(row("switches/loop")[side].as_f64().unwrap() >= at_least, "{side}: {}", row("switches/loop"));
-        assert!(row("wakeups/loop")[side].as_f64().unwrap() >= at_least, "{side}: {}", row("wakeups/loop"));
+    // (1.888 switches per loop at host load 4, wakeups 1.548 and 1.824 in two later runs: the
+    // busier the host, the more often), so the guest's bound is only that most loops sleep.
+    // Neither side can exceed two per loop by more than the start and the end.
+    for (side, at_least) in [("guest_median", 1.0), ("sim_median", 1.9)] {
+        for q in ["switches/loop", "wakeups/loop"] {
+            let v = row(q)[side].as_f64().unwrap();
+            assert!((at_least..=2.05).contains(&v), "{side} {q}: {}", row(q));
+        }
     }
 
     let db = rusqlite::Connection::open(results.path().join("results.db")).unwrap();
