@@ -453,3 +453,55 @@ fn ipc_runs_are_deterministic() {
     assert_eq!(a.events, b.events);
     assert_eq!(format!("{:?}", a.counters), format!("{:?}", b.counters));
 }
+
+/// `__wake_up_common()` walks a wait queue one waiter at a time under the queue's spinlock:
+/// one write to a polled pipe wakes its pollers in turn, each after the waker's
+/// `try_to_wake_up` time for the one before, and the waker is not preempted inside the walk,
+/// even under full preemption where a woken poller on its CPU would otherwise preempt it.
+#[test]
+fn a_wait_queue_walk_wakes_one_waiter_at_a_time() {
+    use sim::trace::{TraceEvent, TraceSink};
+    use std::{cell::RefCell, rc::Rc};
+    struct Log(Rc<RefCell<Vec<(u64, String, bool)>>>);
+    impl TraceSink for Log {
+        fn event(&mut self, ts: u64, _cpu: u32, ev: &TraceEvent<'_>) {
+            match ev {
+                TraceEvent::Waking { task, .. } => self.0.borrow_mut().push((ts, task.comm.to_string(), true)),
+                TraceEvent::Switch { prev, .. } => self.0.borrow_mut().push((ts, prev.comm.to_string(), false)),
+                _ => {}
+            }
+        }
+    }
+    for preempt in ["lazy", "full"] {
+        const N: usize = 40;
+        let mut tasks: Vec<TaskSpec> = (0..N)
+            .map(|i| {
+                let mut t = task(&format!("child{i}"), vec![Op::Poll { set: 0 }, Op::Run { ns: 10_000 }, Op::Exit]);
+                t.poll_sets = vec![vec![0]];
+                pinned(t, 0)
+            })
+            .collect();
+        tasks
+            .push(pinned(task("main", vec![Op::Sleep { ns: 1_000_000 }, Op::Write { obj: 0, bytes: 1 }, Op::Exit]), 0));
+        let mut s = setup(1, tasks, vec![PIPE]);
+        s.sched.preempt = sim::config::PreemptModel::parse(preempt).unwrap();
+        // A slow walk (250 µs per wakee, 10 ms in all) that ticks interrupt: under full
+        // preemption each tick's return would preempt main for the woken pollers if the walk
+        // were a preemption point.
+        s.topology.costs.set("wakeup_local_ns", 250_000).unwrap();
+        s.topology.costs.set("jitter_pct", 0).unwrap();
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let (r, _) = Sim::new(s).unwrap().run_traced(Box::new(Log(log.clone())));
+        assert_eq!(r.unwrap().stop, StopReason::AllExited);
+        let log = log.borrow();
+        let wakings: Vec<u64> = log.iter().filter(|(_, c, w)| *w && c.starts_with("child")).map(|e| e.0).collect();
+        assert_eq!(wakings.len(), N, "{preempt}");
+        assert!(wakings.windows(2).all(|w| w[1] > w[0]), "{preempt}: one at a time: {wakings:?}");
+        // main's first switch-out after its write comes after the last waking.
+        let main_out = log.iter().filter(|(t, c, w)| !w && c == "main" && *t >= wakings[0]).map(|e| e.0).next();
+        assert!(
+            main_out.is_none_or(|t| t >= wakings[N - 1]),
+            "{preempt}: main preempted inside the walk at {main_out:?}"
+        );
+    }
+}
