@@ -167,14 +167,23 @@ fn balancing_respects_affinity() {
 /// the generic balancer from spreading them again: one LLC does all the work. With
 /// `llc_balancing/enabled=0`, on 6.12.117 (no such code), and with six single-threaded
 /// processes (`invalid_llc_nr`: no preference) they stay spread, half the work in each LLC.
-/// 1.5 s in a debug build.
+/// 4 s in a debug build.
 #[test]
 fn cache_aware_balancing_keeps_one_process_in_one_llc() {
     let argv = ["rtapp", &example("one-process-6.json")];
     for kernel in ["v7.3", "v7.2"] {
-        let [a, b] = llc_busy_ms(&run(kernel, two_llc(), &argv, None, 1));
         // 6 x 2 s x 1/2 = 6000 ms of work; the LLC left has only the start (fork placement).
-        assert!(a.min(b) < 150 && a.max(b) > 5500, "{kernel}: busy ms per LLC {a}, {b}");
+        // When the gathering happens varies from run to run (a seed may take a few hundred
+        // ms before the first `migrate_llc_task`), so the median of five seeds is judged.
+        let mut left: Vec<u64> = (1..=5)
+            .map(|seed| {
+                let [a, b] = llc_busy_ms(&run(kernel, two_llc(), &argv, None, seed));
+                assert!(a + b > 5900, "{kernel} seed {seed}: busy ms per LLC {a}, {b}");
+                a.min(b)
+            })
+            .collect();
+        left.sort_unstable();
+        assert!(left[2] < 150, "{kernel}: busy ms of the LLC left behind, five seeds: {left:?}");
     }
     for kernel in ["v7.3 llc_balancing/enabled=0", "v7.3 llc_balancing/aggr_tolerance=0", "v6.12"] {
         let [a, b] = llc_busy_ms(&run(kernel, two_llc(), &argv, None, 1));

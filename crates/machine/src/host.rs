@@ -65,6 +65,8 @@ fn apply_vm_guest(vm: &VmGuest, costs: &mut Costs) -> String {
     costs.idle_exit_ns_deep = VM_HALTED_VCPU_WAKE_NS;
     costs.wakeup_remote_ipi_ns = 1_500;
     costs.ipi_receive_ns = 2_000;
+    // The timer interrupt's expiry and re-arm both exit to the hypervisor (vm-2cpu's figure).
+    costs.timer_irq_ns = 2_000;
     format!(
         "; VM guest ({}{}): waking a halted vCPU costs {} us [estimate; `schedlab calibrate` measures it]",
         vm.signals.join(", "),

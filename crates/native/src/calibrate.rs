@@ -11,6 +11,7 @@
 //! | `rt_pinned_threads` | 1-token pipe ping-pong, two threads of one process, both on one CPU | round trip |
 //! | `rt_pinned_processes` | the same between two processes | round trip |
 //! | `rt_cross_processes` | the same, the two processes on two different CPUs | round trip |
+//! | `timer_irq` | a loop reading the clock on CPU 0: the gaps in it are interrupts | interruption |
 //!
 //! Derived keys (see [`Calibration::keys`]):
 //! * `syscall_ns` = `null_syscall`;
@@ -32,6 +33,11 @@
 //!     `wakeup_remote_ipi_ns` − `ipi_receive_ns` − `context_switch_ns`: the idle-vCPU wakeup
 //!     cost (cross-CPU ping-pong against the pinned one), charged only when the target halted.
 //!
+//! * `timer_irq_ns` = the median gap of `timer_irq`: a busy CPU's interruptions are mostly
+//!   its timer interrupts (the tick, `HZ` a second), whose time the kernel charges to the
+//!   interrupted task when IRQ-time accounting is off. The rate is reported beside it; a
+//!   rate far from `HZ` (other interrupts, or other tasks preempting the loop) makes it noise.
+//!
 //! A derived value below zero is written as 0 and flagged.
 //!
 //! # Load
@@ -51,7 +57,7 @@ use crate::workers::{self, mono_ns};
 #[derive(Clone, Debug)]
 pub struct Measurement {
     pub name: &'static str,
-    pub what: &'static str,
+    pub what: String,
     /// Median over the repetitions, ns per operation.
     pub ns: f64,
     pub min_ns: f64,
@@ -179,7 +185,15 @@ fn measure(
     }
     let min_ns = per.iter().copied().fold(f64::INFINITY, f64::min);
     let max_ns = per.iter().copied().fold(0.0, f64::max);
-    Ok(Measurement { name, what, ns: median(&mut per), min_ns, max_ns, iterations, repetitions: reps })
+    Ok(Measurement {
+        name,
+        what: what.to_string(),
+        ns: median(&mut per),
+        min_ns,
+        max_ns,
+        iterations,
+        repetitions: reps,
+    })
 }
 
 fn pin_self(cpu: usize) -> Result<(), String> {
@@ -274,6 +288,55 @@ fn ping_pong(n: u64, cpu_a: usize, cpu_b: usize, process: bool) -> Result<u64, S
     result
 }
 
+/// A loop on CPU 0 that reads the clock for `duration_ns`: a gap of more than
+/// [`INTERRUPT_GAP_NS`] between two readings is an interruption. Returns the gaps (ns).
+fn interruptions(duration_ns: u64) -> Result<Vec<u64>, String> {
+    let old = rustix::thread::sched_getaffinity(None).map_err(|e| format!("sched_getaffinity: {e}"))?;
+    pin_self(0)?;
+    let mut gaps = Vec::new();
+    let start = mono_ns();
+    let mut last = start;
+    while last - start < duration_ns {
+        let now = mono_ns();
+        if now - last > INTERRUPT_GAP_NS {
+            gaps.push(now - last);
+        }
+        last = now;
+    }
+    let _ = rustix::thread::sched_setaffinity(None, &old);
+    Ok(gaps)
+}
+
+/// Two clock readings of the `timer_irq` loop further apart than this were interrupted (a
+/// vDSO `clock_gettime` takes tens of ns).
+const INTERRUPT_GAP_NS: u64 = 500;
+
+/// The `timer_irq` measurement: the median interruption of a spinning loop, with the rate.
+fn measure_interruptions(duration_ns: u64, reps: usize) -> Result<Measurement, String> {
+    let mut all = Vec::new();
+    let mut medians = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let gaps = interruptions(duration_ns)?;
+        let mut v: Vec<f64> = gaps.iter().map(|&g| g as f64).collect();
+        if !v.is_empty() {
+            medians.push(median(&mut v));
+        }
+        all.extend(gaps);
+    }
+    let per_s = all.len() as f64 / (duration_ns as f64 * reps as f64 / 1e9);
+    let mut v: Vec<f64> = all.iter().map(|&g| g as f64).collect();
+    let ns = if v.is_empty() { 0.0 } else { median(&mut v) };
+    Ok(Measurement {
+        name: "timer_irq",
+        what: format!("a clock-reading loop on CPU 0: median interruption, ns ({per_s:.0} interruptions/s)"),
+        ns,
+        min_ns: medians.iter().copied().fold(f64::INFINITY, f64::min).min(ns),
+        max_ns: medians.iter().copied().fold(0.0, f64::max).max(ns),
+        iterations: all.len() as u64,
+        repetitions: reps,
+    })
+}
+
 /// Runs every microbenchmark.
 pub fn calibrate(opts: &CalibrateOptions) -> Result<Calibration, String> {
     let reps = opts.repetitions.max(1);
@@ -323,6 +386,7 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<Calibration, String> {
             |n| ping_pong(n, 0, 1, true),
         )?);
     }
+    m.push(measure_interruptions(((500_000_000.0 * opts.scale) as u64).max(10_000_000), reps)?);
     Ok(Calibration { measurements: m, nr_cpus, load: meter.finish() })
 }
 
@@ -343,6 +407,13 @@ impl Calibration {
         };
         if let Some(s) = g("null_syscall") {
             push("syscall_ns", s, format!("null_syscall = {s:.1} ns"));
+        }
+        if let Some(m) = self.get("timer_irq").filter(|m| m.iterations > 0) {
+            push(
+                "timer_irq_ns",
+                m.ns,
+                format!("timer_irq = {:.0} ns, the median of {} interruptions", m.ns, m.iterations),
+            );
         }
         let op = g("pipe_op_4");
         if let (Some(op), Some(big)) = (op, g("pipe_op_32k")) {
@@ -498,7 +569,15 @@ mod tests {
     use super::*;
 
     fn fake() -> Calibration {
-        let m = |name, ns| Measurement { name, what: "", ns, min_ns: ns, max_ns: ns, iterations: 1, repetitions: 1 };
+        let m = |name, ns| Measurement {
+            name,
+            what: String::new(),
+            ns,
+            min_ns: ns,
+            max_ns: ns,
+            iterations: 1,
+            repetitions: 1,
+        };
         Calibration {
             measurements: vec![
                 m("null_syscall", 80.0),
@@ -507,6 +586,7 @@ mod tests {
                 m("rt_pinned_threads", 4_000.0),
                 m("rt_pinned_processes", 5_000.0),
                 m("rt_cross_processes", 20_000.0),
+                m("timer_irq", 3_000.0),
             ],
             nr_cpus: 2,
             load: None,
@@ -519,6 +599,7 @@ mod tests {
         let keys = fake().keys(&base, false);
         let get = |k: &str| keys.iter().find(|v| v.key == k).unwrap().ns;
         assert_eq!(get("syscall_ns"), 80);
+        assert_eq!(get("timer_irq_ns"), 3_000);
         assert_eq!(get("copy_ns_per_kib"), 84); // 5400 / 64 = 84.4
         assert_eq!(get("context_switch_ns"), (4_000 - 1_200) / 2 - base.wakeup_local_ns);
         assert_eq!(get("context_switch_mm_ns"), (5_000 - 1_200) / 2 - base.wakeup_local_ns);
@@ -579,5 +660,8 @@ mod tests {
         assert!(m.ns > 0.0 && m.ns < 100_000.0);
         assert!(pipe_ops(100, 4).unwrap() > 0);
         assert!(ping_pong(200, 0, 0, false).unwrap() > 0);
+        // 50 ms of spinning meets at least a few ticks (HZ >= 100) on any kernel.
+        let m = measure_interruptions(50_000_000, 1).unwrap();
+        assert!(m.iterations >= 2 && m.ns > INTERRUPT_GAP_NS as f64, "{m:?}");
     }
 }

@@ -151,6 +151,10 @@ pub struct Costs {
     pub wakeup_remote_ipi_ns: u64,
     /// Target's side of that IPI: interrupt entry and the queued enqueue.
     pub ipi_receive_ns: u64,
+    /// A local timer interrupt on a busy CPU (the tick, an hrtick or hrtimer expiry): entry,
+    /// handler and exit. Without `CONFIG_IRQ_TIME_ACCOUNTING` (Debian's configs) the kernel
+    /// charges it to the interrupted task, whose work it delays.
+    pub timer_irq_ns: u64,
     /// Waker's side when the target CPU polls in idle, so no IPI is needed.
     pub wakeup_polling_idle_ns: u64,
     /// Exit latency of the shallow idle state (C1 / WFI).
@@ -192,6 +196,7 @@ impl Costs {
         ("wakeup_local_ns", "ttwu on the waker's side, direct enqueue (same LLC)"),
         ("wakeup_remote_ipi_ns", "ttwu on the waker's side through the wake list + IPI"),
         ("ipi_receive_ns", "IPI receipt and queued enqueue on the target CPU"),
+        ("timer_irq_ns", "a local timer interrupt (tick, hrtick) on a busy CPU, charged to the interrupted task"),
         ("wakeup_polling_idle_ns", "ttwu on the waker's side when the target polls in idle"),
         ("idle_exit_ns_c1", "exit latency of the shallow idle state (C1 / WFI)"),
         ("idle_exit_ns_deep", "exit latency of the deepest idle state"),
@@ -234,6 +239,7 @@ impl Costs {
             wakeup_local_ns: 400,
             wakeup_remote_ipi_ns: 700,
             ipi_receive_ns: 1_000,
+            timer_irq_ns: 1_000,
             wakeup_polling_idle_ns: 400,
             idle_exit_ns_c1: 1_000,
             idle_exit_ns_deep: 290_000,
@@ -259,6 +265,7 @@ impl Costs {
             wakeup_local_ns,
             wakeup_remote_ipi_ns,
             ipi_receive_ns,
+            timer_irq_ns,
             wakeup_polling_idle_ns,
             idle_exit_ns_c1,
             idle_exit_ns_deep,
@@ -293,6 +300,7 @@ impl Costs {
             ("wakeup_local_ns", wakeup_local_ns),
             ("wakeup_remote_ipi_ns", wakeup_remote_ipi_ns),
             ("ipi_receive_ns", ipi_receive_ns),
+            ("timer_irq_ns", timer_irq_ns),
             ("wakeup_polling_idle_ns", wakeup_polling_idle_ns),
             ("idle_exit_ns_c1", idle_exit_ns_c1),
             ("idle_exit_ns_deep", idle_exit_ns_deep),
@@ -352,6 +360,7 @@ impl Costs {
             "wakeup_local_ns" => &mut self.wakeup_local_ns,
             "wakeup_remote_ipi_ns" => &mut self.wakeup_remote_ipi_ns,
             "ipi_receive_ns" => &mut self.ipi_receive_ns,
+            "timer_irq_ns" => &mut self.timer_irq_ns,
             "wakeup_polling_idle_ns" => &mut self.wakeup_polling_idle_ns,
             "idle_exit_ns_c1" => &mut self.idle_exit_ns_c1,
             "idle_exit_ns_deep" => &mut self.idle_exit_ns_deep,
@@ -1770,6 +1779,9 @@ fn preset_vm_2cpu() -> Topology {
         // halted vCPU is woken by the host scheduler [estimate].
         wakeup_remote_ipi_ns: 1_500,
         ipi_receive_ns: 2_000,
+        // The APIC timer's expiry and the TSC-deadline write that re-arms it both exit to
+        // the hypervisor, on top of the handler's own work [estimate].
+        timer_irq_ns: 2_000,
         // Waking a halted vCPU through the host takes tens of microseconds [estimate]. The
         // development VM boots with haltpoll.guest_halt_poll_ns=0, so it never polls: every
         // cross-CPU wakeup is an IPI to a halted vCPU (about 24 us measured by `validate`).
@@ -1797,6 +1809,7 @@ fn preset_desktop_8c16t() -> Topology {
         wakeup_local_ns: 300,
         wakeup_remote_ipi_ns: 500,
         ipi_receive_ns: 700,
+        timer_irq_ns: 700,
         wakeup_polling_idle_ns: 300,
         idle_exit_ns_deep: 100_000,
         idle_deep_residency_ns: 400_000,
@@ -1904,6 +1917,7 @@ fn preset_rpi5() -> Topology {
         wakeup_local_ns: 600,
         wakeup_remote_ipi_ns: 900,
         ipi_receive_ns: 1_500,
+        timer_irq_ns: 1_500,
         wakeup_polling_idle_ns: 600,
         idle_exit_ns_c1: 1_000,
         idle_exit_ns_deep: 1_000,
@@ -1931,6 +1945,7 @@ fn arm64_server_costs(llc_ns: u64, cross_llc_ns: u64, cross_node_ns: u64) -> Cos
         wakeup_local_ns: 450,
         wakeup_remote_ipi_ns: 600,
         ipi_receive_ns: 1_200,
+        timer_irq_ns: 1_200,
         wakeup_polling_idle_ns: 450,
         idle_exit_ns_c1: 1_000,
         idle_exit_ns_deep: 100_000,

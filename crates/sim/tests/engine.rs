@@ -287,3 +287,37 @@ fn kernel_threads_do_not_keep_a_run_alive() {
     assert!(r.tasks[1].stats.nr_wakeups >= 3, "{}", r.tasks[1].stats.nr_wakeups);
     assert!(r.tasks[0].stats.nr_involuntary_switches > 0);
 }
+
+/// One 100 ms computation alone on a CPU, with a given timer-interrupt cost and no jitter:
+/// (simulated ns until it exits, its `sum_exec_runtime`).
+fn lone_compute(timer_irq_ns: u64) -> (u64, u64) {
+    let mut topology = Topology::smp(1);
+    topology.costs.timer_irq_ns = timer_irq_ns;
+    topology.costs.jitter_pct = 0;
+    let setup = SimSetup {
+        sched: SchedConfig::v7_3(),
+        topology,
+        seed: 1,
+        limits: Limits { max_events: 1_000_000, max_time_ns: 1_000_000_000 },
+        tasks: vec![task("calc", 0, vec![Op::Run { ns: 100_000_000 }, Op::Exit])],
+        objects: vec![],
+        check_invariants: true,
+        groups: Vec::new(),
+    };
+    let r = Sim::new(setup).unwrap().run().unwrap_or_else(|v| panic!("{v}"));
+    assert_eq!(r.stop, StopReason::AllExited);
+    let t = r.tasks.iter().find(|t| t.comm == "calc").unwrap();
+    (r.simulated_ns, t.sum_exec_runtime_ns)
+}
+
+/// Debian's kernels have no IRQ-time accounting: a timer interrupt's time is the interrupted
+/// task's runtime. 100 ms of work at HZ=250 meets 25 ticks, so with 10 µs per interrupt it
+/// ends 25 x 10 µs later, and its charged runtime grows by the same (`timer_irq_time`).
+#[test]
+fn timer_interrupts_delay_the_interrupted_task_and_are_charged_to_it() {
+    let (end0, run0) = lone_compute(0);
+    let (end1, run1) = lone_compute(10_000);
+    let ticks = (end1 - end0) / 10_000;
+    assert!((24..=26).contains(&ticks), "the work ended {} ns later", end1 - end0);
+    assert_eq!(run1 - run0, end1 - end0, "the interrupts' time is charged to the task");
+}

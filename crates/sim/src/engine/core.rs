@@ -180,7 +180,7 @@ impl Sim {
     }
 
     /// Saves the progress of the running step and cancels its end event.
-    fn stop_step(&mut self, cpu: u32) {
+    pub(super) fn stop_step(&mut self, cpu: u32) {
         let now = self.now;
         let rq = &mut self.rqs[cpu as usize];
         rq.step_gen = rq.step_gen.wrapping_add(1);

@@ -8,7 +8,7 @@
 use super::core::Origin;
 use super::{Cause, Ev, Sim};
 use crate::fair::Resched;
-use crate::task::TaskId;
+use crate::task::{Step, TaskId};
 use crate::time::Nanos;
 
 /// `hrtick_start()` re-programs an armed timer only when the expiry moves by more than this.
@@ -39,7 +39,9 @@ impl Sim {
         }
         let next = self.now + self.params.tick_nsec;
         self.queue.push(Nanos(next), Ev::Tick { cpu });
+        self.timer_irq_time(cpu);
         // Lazy mode: a pending lazy request becomes a full one at the tick.
+        let rq = &mut self.rqs[cpu as usize];
         if rq.need_resched == Resched::Lazy {
             rq.need_resched = Resched::Full;
         }
@@ -63,6 +65,33 @@ impl Sim {
             self.run_cache_work(p);
         }
         self.irq_exit(cpu);
+    }
+
+    /// The time a timer interrupt takes on a busy CPU (`timer_irq_ns`). Debian's kernels
+    /// (6.12.117, 7.3.4) are built without `CONFIG_IRQ_TIME_ACCOUNTING`, so `rq_clock_task()`
+    /// runs on through the handler and `update_curr()` charges it to the interrupted task as
+    /// runtime: the task's work ends that much later and its vruntime grows by it. Modelled as
+    /// the running step (or the switch-in path) taking `timer_irq_ns` longer; the handler's
+    /// decisions are taken at its entry.
+    fn timer_irq_time(&mut self, cpu: u32) {
+        let ns = self.cost(self.costs.timer_irq_ns);
+        if ns == 0 {
+            return;
+        }
+        self.stop_step(cpu);
+        let rq = &mut self.rqs[cpu as usize];
+        let Some(t) = rq.curr else { return };
+        if rq.in_prologue {
+            rq.prologue += ns;
+        } else {
+            let task = &mut self.tasks[t.idx()];
+            match &mut task.step {
+                Step::User { remaining } | Step::Kernel { remaining, .. } => *remaining += ns,
+                // Between two instructions: the interrupt is a stretch of its own.
+                Step::Next => task.step = Step::User { remaining: ns },
+            }
+        }
+        self.start_step(cpu);
     }
 
     /// Arms (or re-arms) the hrtick `delay` ns from now (`hrtick_start()`, core.c v7.3.4).
@@ -128,6 +157,7 @@ impl Sim {
     pub(super) fn hrtick(&mut self, cpu: u32) {
         self.rqs[cpu as usize].hrtick_at = None;
         if self.rqs[cpu as usize].curr.is_some() {
+            self.timer_irq_time(cpu);
             self.fair(cpu).update_curr();
             self.resched_request(cpu, Resched::Full, Origin::Irq, Cause::Tick);
         }
