@@ -505,3 +505,61 @@ fn a_wait_queue_walk_wakes_one_waiter_at_a_time() {
         );
     }
 }
+
+/// One CPU: a reader sleeps on an empty pipe of 2 slots; a writer computes 2 ms (more than its
+/// slice) and writes 3 pages at once,
+/// which fills the pipe: `anon_pipe_write()` wakes the reader (the pipe was empty) and waits
+/// for room in `wait_event_interruptible_exclusive()`. Returns the writer's (voluntary,
+/// involuntary) switches under `preempt` on v6.12.
+fn full_pipe_writer_switches(preempt: sim::config::PreemptModel) -> (u64, u64) {
+    let mut sched = sim::kernel::preset("v6.12").unwrap().config();
+    sched.preempt = preempt;
+    let reader = pinned(
+        task(
+            "reader",
+            vec![
+                Op::Read { obj: 0, bytes: 3 * 4096, exact: true },
+                Op::Loop { target: 0, slot: 0, count: 20 },
+                Op::Exit,
+            ],
+        ),
+        0,
+    );
+    let writer = pinned(
+        task(
+            "writer",
+            vec![
+                Op::Sleep { ns: 1_000_000 },
+                // Past its slice: the reader it wakes has the earlier deadline.
+                Op::Run { ns: 2_000_000 },
+                Op::Write { obj: 0, bytes: 3 * 4096 },
+                Op::Loop { target: 0, slot: 0, count: 20 },
+                Op::Exit,
+            ],
+        ),
+        0,
+    );
+    let mut s = setup(1, vec![reader, writer], vec![ObjectSpec::Pipe { slots: 2 }]);
+    s.sched = sched;
+    let r = run_sim(Sim::new(s).unwrap());
+    assert_eq!(r.stop, StopReason::AllExited);
+    let w = r.tasks.iter().find(|t| t.comm == "writer").unwrap();
+    (w.stats.nr_voluntary_switches, w.stats.nr_involuntary_switches)
+}
+
+/// `none` and `voluntary` differ where the kernel's do: the woken reader preempts its writer
+/// (6.12's wakeup preemption, a full request under both models), and the writer, about to
+/// wait for room, passes `wait_event`'s `might_sleep()`. Under PREEMPT_VOLUNTARY that is
+/// `might_resched()`: the writer is preempted still runnable (an involuntary switch) and
+/// re-checks the pipe when it runs again; under `none` it sleeps and the request waits for
+/// the switch. Full preemption preempts at the wait queue's unlock, as voluntary does here.
+#[test]
+fn a_writer_that_fills_a_pipe_is_preempted_at_might_sleep_under_voluntary_only() {
+    use sim::config::PreemptModel;
+    let (vol_none, invol_none) = full_pipe_writer_switches(PreemptModel::None);
+    let (vol_v, invol_v) = full_pipe_writer_switches(PreemptModel::Voluntary);
+    let (_, invol_full) = full_pipe_writer_switches(PreemptModel::Full);
+    assert_eq!(invol_none, 0, "none: the writer always sleeps ({vol_none} voluntary switches)");
+    assert!(invol_v >= 10, "voluntary: {invol_v} involuntary, {vol_v} voluntary switches");
+    assert_eq!(invol_full, invol_v, "full preempts at the same point");
+}

@@ -105,6 +105,8 @@ struct TaskIpc {
     polled: Vec<u32>,
     /// Sleeping (or about to sleep) in `WaitChildren`.
     waiting_children: bool,
+    /// The object a `Read`/`Write` that blocks waits on.
+    wait_obj: Option<u32>,
 }
 
 impl IpcState {
@@ -212,6 +214,7 @@ impl Sim {
         let mut cost = if resumed { 0 } else { syscall_ns };
         let mut wakes = std::mem::take(&mut st.wakes);
         wakes.clear();
+        st.wait_obj = None;
         let outcome = match *op {
             Op::Write { obj, bytes } => {
                 // Charge the entry and the copy of what is left now; apply the write at the end
@@ -219,11 +222,13 @@ impl Sim {
                 let o = &objects[obj as usize];
                 cost += o.write_cost(costs) + copy_ns(bytes.saturating_sub(st.done), per_kib);
                 st.phase = Phase::Copy { obj, bytes };
+                st.wait_obj = Some(obj);
                 st.wakes = wakes;
                 let cost = self.cost(cost);
                 return Step::Kernel { remaining: cost, then: AfterKernel::Ipc };
             }
             Op::Read { obj, bytes, exact } => {
+                st.wait_obj = Some(obj);
                 let o = &mut objects[obj as usize];
                 let x = o.read(t, bytes.saturating_sub(st.done), resumed, &mut wakes);
                 st.done = st.done.saturating_add(x.bytes);
@@ -369,9 +374,38 @@ impl Sim {
                     // `Next`, so the retry is fetched now).
                     return true;
                 }
+                let wait_obj = st.wait_obj;
+                if self.preempted_before_sleep(cpu, wait_obj) {
+                    // Preempted while still TASK_RUNNING: off the wait queue, and the wait
+                    // loop's check runs again (the retry) when the task is next picked.
+                    if let Some(o) = wait_obj {
+                        self.ipc.objects[o as usize].cancel_wait(t);
+                    }
+                    self.schedule(cpu, Switch::Preempt);
+                    return false;
+                }
                 self.schedule(cpu, Switch::Block);
                 false
             }
+        }
+    }
+
+    /// Whether a full reschedule request pending when the call is about to sleep on
+    /// `wait_obj` preempts the task first: under full preemption at the `preempt_enable()`
+    /// of any spin unlock on the way (the wait queue's, after the call's own wakes); under
+    /// voluntary preemption at the `might_sleep()` of a `wait_event*()` (pipes, see
+    /// [`Object::might_sleep_before_wait`]); never under `none`, where the task sleeps and the
+    /// request waits for the next pick. Lazy requests wait for the return to user mode.
+    fn preempted_before_sleep(&self, cpu: u32, wait_obj: Option<u32>) -> bool {
+        if self.rqs[cpu as usize].need_resched != crate::fair::Resched::Full {
+            return false;
+        }
+        match self.cfg.preempt {
+            crate::config::PreemptModel::Full | crate::config::PreemptModel::Lazy => true,
+            crate::config::PreemptModel::Voluntary => {
+                wait_obj.is_some_and(|o| self.ipc.objects[o as usize].might_sleep_before_wait())
+            }
+            crate::config::PreemptModel::None => false,
         }
     }
 

@@ -238,6 +238,35 @@ impl Object {
         }
     }
 
+    /// Whether a call about to sleep on this object passes a `might_sleep()` first: pipes
+    /// wait in `wait_event_interruptible_exclusive()` (fs/pipe.c v7.3.4 `anon_pipe_read`,
+    /// `anon_pipe_write`), whose `might_sleep()` is a preemption point under
+    /// PREEMPT_VOLUNTARY (`might_resched()`) before the task queues itself.
+    pub fn might_sleep_before_wait(&self) -> bool {
+        matches!(self, Object::Pipe(_))
+    }
+
+    /// Takes `t` off the object's wait queues: it was preempted before its `prepare_to_wait()`
+    /// and will retry the operation when it runs again.
+    pub fn cancel_wait(&mut self, t: TaskId) {
+        match self {
+            Object::Pipe(p) => {
+                p.rd_wait.remove(t);
+                p.wr_wait.remove(t);
+            }
+            Object::Unix(u) => {
+                u.dir.rd_wait.remove(t);
+                u.dir.wr_wait.remove(t);
+            }
+            Object::Tcp(s) => {
+                s.dir.rd_wait.remove(t);
+                s.dir.wr_wait.remove(t);
+            }
+            Object::EventFd(e) => e.wqh.remove(t),
+            Object::Futex(f) => f.cancel(t),
+        }
+    }
+
     /// `EPOLLIN` of the object's `poll()` method.
     pub fn readable(&self) -> bool {
         match self {
