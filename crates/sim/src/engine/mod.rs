@@ -278,6 +278,10 @@ pub struct Sim {
     is_touched: Vec<bool>,
     /// The task groups, if the run has any besides the root.
     groups: Option<Groups>,
+    /// ≤7.2's group levels (`fair/hier.rs`): each group's runqueue and entity per CPU,
+    /// `[cpu * groups.len() + g]` (slot 0 of a CPU unused). Empty without the hierarchy.
+    gcfs: Vec<CfsRq>,
+    gents: Vec<SchedEntity>,
 }
 
 /// With `--check`, every invariant is checked after every this many events, and after the
@@ -314,10 +318,22 @@ impl Sim {
             None
         } else {
             let mode = if setup.sched.behavior.concur_shares { SharesMode::Concur } else { SharesMode::Smp };
-            Some(Groups::new(&setup.groups, ncpus, mode)?)
+            Some(Groups::with_hierarchy(&setup.groups, ncpus, mode, setup.sched.behavior.group_levels)?)
+        };
+        let (gcfs, gents) = match &groups {
+            Some(g) if g.is_hierarchy() => {
+                let n = g.len();
+                let ents = (0..ncpus as usize * n)
+                    .map(|i| crate::fair::hier::group_entity(if i % n == 0 { 0 } else { g.parent((i % n) as u32) }))
+                    .collect();
+                ((0..ncpus as usize * n).map(|_| CfsRq::default()).collect(), ents)
+            }
+            _ => (Vec::new(), Vec::new()),
         };
         let mut sim = Sim {
             groups,
+            gcfs,
+            gents,
             trace: None,
             observer: None,
             touched: Vec::new(),
@@ -626,9 +642,57 @@ impl Sim {
         if self.check {
             self.touch(cpu);
         }
+        self.fair_raw(cpu)
+    }
+
+    /// A fair-class view of `cpu` that reads without flushing CONFIG_SCHED_CACHE's runtime or
+    /// marking the CPU for `--check` (callers that only look).
+    fn fair_raw(&mut self, cpu: u32) -> Fair<'_> {
         let mut f = Fair::new(&mut self.rqs[cpu as usize].cfs, &mut self.ents, &self.params, self.now);
-        f.groups = self.groups.as_mut().map(|g| (g, cpu));
+        if let Some(g) = self.groups.as_mut() {
+            if !self.gents.is_empty() {
+                let n = g.len();
+                let r = cpu as usize * n..(cpu as usize + 1) * n;
+                f.gcfs = &mut self.gcfs[r.clone()];
+                f.gents = &mut self.gents[r];
+            }
+            f.groups = Some((g, cpu));
+        }
         f
+    }
+
+    /// The queued tasks of `cpu` on ≤7.2's levels (the root's tree holds group entities).
+    fn queued_tasks_hier(&self, cpu: u32) -> impl Iterator<Item = TaskId> + '_ {
+        self.tasks
+            .iter()
+            .zip(&self.ents)
+            .enumerate()
+            .filter(move |(_, (t, se))| t.cpu == cpu && se.on_rq)
+            .map(|(i, _)| TaskId(i as u32))
+    }
+
+    /// The fair class's running task of `cpu` (`cfs_rq->curr` of the task's own level).
+    fn cfs_curr_task(&self, cpu: u32) -> Option<TaskId> {
+        let rq = &self.rqs[cpu as usize];
+        if self.gents.is_empty() {
+            return rq.cfs.curr;
+        }
+        let n = self.groups.as_ref().map_or(1, |g| g.len());
+        let mut c = rq.cfs.curr?;
+        while let Some(g) = crate::fair::hier::se_group(c) {
+            c = self.gcfs[cpu as usize * n + g as usize].curr?;
+        }
+        Some(c)
+    }
+
+    /// `cfs_rq_of(&p->se)->next` for a task `p` of `cpu`.
+    fn cfs_next_of(&self, cpu: u32, p: TaskId) -> Option<TaskId> {
+        let g = self.ents[p.idx()].group;
+        if self.gents.is_empty() || g == 0 {
+            return self.rqs[cpu as usize].cfs.next;
+        }
+        let n = self.groups.as_ref().map_or(1, |g| g.len());
+        self.gcfs[cpu as usize * n + g as usize].next
     }
 
     /// `task_h_load(p)` (fair.c 6.12.117 / 7.2.12 / 7.3.4) with `cpu = task_cpu(p)`: with task
@@ -661,7 +725,7 @@ impl Sim {
                 rq.idle_since = Some(self.now);
             }
             let mut f = self.fair(cpu);
-            f.update_curr();
+            f.update_curr_fair();
         }
         // The programs and pending events are not reported: free them before the reports are
         // built, which is the process's memory peak (a `Task` is cache-line aligned, so the

@@ -44,9 +44,7 @@ impl Sim {
             rq.need_resched = Resched::Full;
         }
         let mut f = self.fair(cpu);
-        f.update_curr();
-        f.pelt_tick();
-        f.tick_groups();
+        f.task_tick();
         let req = f.resched;
         let curr = self.rqs[cpu as usize].curr;
         if let Some(p) = curr {
@@ -128,7 +126,7 @@ impl Sim {
     pub(super) fn hrtick(&mut self, cpu: u32) {
         self.rqs[cpu as usize].hrtick_at = None;
         if self.rqs[cpu as usize].curr.is_some() {
-            self.fair(cpu).update_curr();
+            self.fair(cpu).update_curr_fair();
             self.resched_request(cpu, Resched::Full, Origin::Irq, Cause::Tick);
         }
         self.timer_interrupt(cpu);
