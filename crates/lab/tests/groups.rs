@@ -80,26 +80,34 @@ fn autogroup_divides_cpu_per_session() {
     assert!((hog_share(&r) - 0.20).abs() < 0.02);
 }
 
-/// `perf bench sched pipe -G A,B` pinned to one CPU: each worker is the only task of its
-/// group, so its group entity gets the full shares (`calc_group_shares()` / 7.3's
-/// `calc_concur_shares()` with nr = 1) and `__calc_prop_weight()` gives it NICE_0_LOAD: the
-/// run is decision for decision the root-group one. Both workers in one group (the session's
-/// autogroup) instead carry h_load weights of 512 while both are queued and 1024 while one
-/// runs alone, refreshed only at enqueue, switch-in and tick, so the pair is reweighted and
-/// the switches differ on 7.3's flat runqueue. On ≤7.2 the one group is a level of its own:
-/// the root holds only its entity, `find_matching_se()` meets inside it, and the pair decides
-/// with its own weights exactly as in the root group.
+/// `perf bench sched pipe -G A,B` pinned to one CPU, against the root-group run and both
+/// workers in one group (the session's autogroup).
+///
+/// 7.3's flat runqueue: with `-G A,B` each worker is its group's only task, so its group entity
+/// gets the full shares (`calc_concur_shares()` with nr = 1) and `__calc_prop_weight()` gives
+/// it NICE_0_LOAD: the run is decision for decision the root-group one. Sharing one group the
+/// two carry h_load weights of 512 while both are queued and 1024 while one runs alone,
+/// refreshed only at enqueue, switch-in and tick, so the pair is reweighted.
+///
+/// ≤7.2's levels (fair.c 6.12.117 / 7.2.12): one group is a level of its own whose runqueue
+/// holds the pair with their own weights, and the root holds only the group's entity, alone
+/// there: the run decides as the root group does. With `-G A,B` each worker is alone on its
+/// group's runqueue, always eligible there, so a sleeping worker is dequeued for good and its
+/// group entity is delayed at the root instead (`dequeue_entities()`): its wakeup is a full
+/// enqueue (CPU selection, `enqueue_task_fair()` requeueing the group entity), not the in-place
+/// requeue of a delayed task (`ttwu_runnable()`), and the run differs from the root-group one.
 #[test]
-fn pipe_two_groups_weigh_as_root_tasks_one_group_reweights() {
-    for kernel in ["v7.3", "v6.12"] {
+fn pipe_groups_per_version() {
+    for kernel in ["v7.3", "v7.2", "v6.12"] {
         let root = run(kernel, 2, "--autogroup off --cpus 0 pipe -l 5000", 1);
         let two = run(kernel, 2, "--autogroup off --cpus 0 pipe -l 5000 -G A,B", 1);
         let one = run(kernel, 2, "--autogroup on --cpus 0 pipe -l 5000", 1);
         let key = |r: &SimReport| (r.counters.nr_switches, r.counters.nr_involuntary_switches, r.simulated_ns);
-        assert_eq!(key(&two), key(&root), "{kernel}: -G A,B is the root-group ping-pong");
         if kernel == "v7.3" {
+            assert_eq!(key(&two), key(&root), "{kernel}: -G A,B is the root-group ping-pong");
             assert_ne!(key(&one), key(&root), "{kernel}: one shared group reweights the pair");
         } else {
+            assert_ne!(key(&two), key(&root), "{kernel}: -G A,B delays group entities, not the workers");
             assert_eq!(key(&one), key(&root), "{kernel}: a lone group's level decides as the root");
         }
         assert!(root.counters.nr_switches >= 5_000, "{kernel}: the pinned pair switches every loop");
@@ -198,5 +206,76 @@ fn balancing_weighs_sessions_by_task_h_load() {
         }
         let moved: u64 = all.iter().map(|h| h.1).sum();
         assert!(moved >= 10, "{kernel} autogroup off: {moved} migrations, the balancer rotates the five");
+    }
+}
+
+/// Writes an rt-app file for one test into the temporary directory.
+fn rtapp_file(name: &str, json: &str) -> String {
+    let path = std::env::temp_dir().join(format!("schedlab-groups-{name}-{}.json", std::process::id()));
+    std::fs::write(&path, json).unwrap();
+    path.display().to_string()
+}
+
+/// Per level, a group's CPU is shared among its queued entities by weight (≤7.2:
+/// `pick_task_fair()` walks down the levels, each an EEVDF runqueue of its own): on one CPU a
+/// root hog and `/a`'s entity get half each, `/a`'s hog and `/a/b`'s entity half of that,
+/// `/a/b`'s two hogs an eighth each. 7.3's flat `__calc_prop_weight()` gives the same shares.
+#[test]
+fn hogs_share_their_groups_cpu_per_level() {
+    let file = rtapp_file(
+        "levels",
+        r#"{ "tasks": {
+            "r": { "cpus": [0], "loop": -1, "run": 100000 },
+            "a": { "taskgroup": "/a", "cpus": [0], "loop": -1, "run": 100000 },
+            "ab": { "instance": 2, "taskgroup": "/a/b", "cpus": [0], "loop": -1, "run": 100000 } },
+          "global": { "duration": 2 } }"#,
+    );
+    for kernel in ["v6.12", "v7.2", "v7.3"] {
+        let r = run(kernel, 1, &format!("--autogroup off rtapp {file}"), 1);
+        for t in r.tasks.iter().filter(|t| !t.kthread) {
+            let share = t.sum_exec_runtime_ns as f64 / r.simulated_ns as f64;
+            let want = match t.comm.as_str() {
+                "r" => 0.5,
+                "a" => 0.25,
+                _ => 0.125,
+            };
+            assert!((share - want).abs() < 0.02, "{kernel}: {} gets {share:.3}, want {want}", t.comm);
+        }
+    }
+}
+
+/// `check_preempt_wakeup_fair()` / `wakeup_preempt_fair()` (6.12.117 l.8865 / 7.2.12 l.9997)
+/// compare the entities `find_matching_se()` finds, and their idle-ness is `se_is_idle()`:
+/// a group entity is idle when its group is (`cpu.idle`). A nice-19 periodic task in the root
+/// waking while a hog of an idle group runs meets the hog's group entity at the root:
+/// "preempt an idle entity in favor of a non-idle entity", every time. Put the periodic task
+/// in the hog's idle group and the two tasks themselves are compared, both non-idle: the
+/// nice-19 task's lag is negative after each of its runs (its vruntime moves 68 times as fast
+/// as the hog's), so it wakes ineligible and waits for the hog's request to end.
+#[test]
+fn wakeup_preemption_compares_the_matching_group_entities() {
+    let json = |group: &str| {
+        format!(
+            r#"{{ "tasks": {{
+                "hog": {{ "taskgroup": "/bg", "cpus": [0], "loop": -1, "run": 100000 }},
+                "tick": {{ {group}"priority": 19, "cpus": [0], "loop": -1, "run": 100,
+                          "timer": {{ "ref": "unique", "period": 2000 }} }} }},
+              "global": {{ "duration": 2 }} }}"#
+        )
+    };
+    let apart = rtapp_file("idle-apart", &json(""));
+    let together = rtapp_file("idle-together", &json(r#""taskgroup": "/bg", "#));
+    for kernel in ["v6.12", "v7.2"] {
+        let preemptions = |file: &str| {
+            let r = run(kernel, 1, &format!("--autogroup off --cgroup-weight /bg=idle rtapp {file}"), 1);
+            let hog = r.tasks.iter().find(|t| t.comm == "hog").unwrap();
+            let tick = r.tasks.iter().find(|t| t.comm == "tick").unwrap();
+            (hog.stats.nr_wakeup_preemptions, tick.stats.nr_wakeups)
+        };
+        let (p, wakeups) = preemptions(&apart);
+        assert!(wakeups > 900, "{kernel}: the periodic task woke {wakeups} times");
+        assert!(p * 100 >= wakeups * 95, "{kernel}: across groups {p} of {wakeups} wakeups preempt the idle group");
+        let (p, wakeups) = preemptions(&together);
+        assert!(p * 20 < wakeups, "{kernel}: inside the idle group only {p} of {wakeups} wakeups preempt");
     }
 }

@@ -11,6 +11,8 @@ mod balance;
 mod check;
 mod core;
 mod exec;
+#[cfg(test)]
+mod hier_tests;
 mod ipc;
 mod tick;
 mod tracing;
@@ -303,8 +305,7 @@ impl Sim {
     }
 
     /// Builds the simulation. Task specs must already be valid (`TaskSpec::validate`).
-    pub fn new(mut setup: SimSetup) -> Result<Sim, String> {
-        collapse_lone_group(&mut setup);
+    pub fn new(setup: SimSetup) -> Result<Sim, String> {
         let ncpus = setup.topology.nr_cpus() as u32;
         if ncpus == 0 {
             return Err("topology has no CPUs".into());
@@ -764,27 +765,5 @@ impl Sim {
             counts: self.counts,
             histograms: self.histograms,
         }
-    }
-}
-
-/// Up to 7.2 the kernel runs EEVDF per level: a task group's tasks are scheduled inside the
-/// group's runqueue with their own weights, and the group's entity competes at its parent's
-/// level. When one group holds every task of the run (a benchmark alone in its session's
-/// autogroup, the common case), each CPU's root runqueue holds that one group entity and
-/// nothing beside it, `find_matching_se()` (fair.c 6.12.117 / 7.2.12) always meets at the
-/// group's level, and every decision is the one the root group would make. The model's flat
-/// form of ≤7.2 groups gives tasks lazily refreshed share-scaled weights, which would perturb
-/// those decisions, so such a run is simulated in the root group. 7.3's flat runqueue
-/// (`concur_shares`) really reweights the tasks (`calc_concur_shares()`), so it keeps the group.
-fn collapse_lone_group(setup: &mut SimSetup) {
-    if setup.sched.behavior.concur_shares || setup.groups.is_empty() {
-        return;
-    }
-    let Some(first) = setup.tasks.first().map(|t| t.group) else { return };
-    if first != 0 && setup.tasks.iter().all(|t| t.group == first) {
-        for t in &mut setup.tasks {
-            t.group = 0;
-        }
-        setup.groups.clear();
     }
 }
