@@ -3,17 +3,16 @@
 //!
 //! What is kept per group and CPU is the group runqueue's bookkeeping (`cfs_rq->load`,
 //! `h_nr_queued`, `h_nr_runnable`) and the weight of the group's entity on that CPU
-//! (`update_cfs_group()` with the version's `calc_group_shares`). The EEVDF runqueue stays the
+//! (`update_cfs_group()` with the version's `calc_group_shares`). On 7.3 the EEVDF runqueue stays the
 //! one per CPU: 7.3's flat runqueue holds only tasks, each with the effective weight
 //! `se->h_load.weight` of [`Groups::h_weight`] (`__calc_prop_weight`), which the engine
 //! refreshes at enqueue, at `set_next_task_fair` and at the tick (`reweight_eevdf`,
 //! [`super::Fair::reweight_h`]).
 //!
 //! Up to 7.2 the kernel runs EEVDF per level (group entities in their parent's tree,
-//! `find_matching_se` in wakeup preemption, group slices). The model gives those kernels the
-//! same flat effective weight, with 6.12/7.2's `calc_group_shares`: CPU is divided per group
-//! as there, but per-level lag, group-entity placement and the matching-entity preemption
-//! check are not modelled (ARCHITECTURE.md, Known gaps).
+//! `find_matching_se` in wakeup preemption, group slices): `fair/hier.rs` does that, with the
+//! bookkeeping here ([`Groups::update_level`], [`Groups::set_queued`], [`Groups::task_load`],
+//! [`Groups::count`]) and 6.12/7.2's `calc_group_shares`; tasks keep their own weights there.
 //!
 //! The group's load is its queued weight (`cfs_rq->load.weight`), which the kernel's
 //! `max(load.weight, avg.load_avg)` takes for a busy group; `tg->load_avg` is the sum over CPUs
@@ -226,12 +225,7 @@ impl Groups {
     pub fn update_level(&mut self, cpu: u32, l: u32) -> u64 {
         let parent = self.specs[l as usize].parent;
         let i = cpu as usize * self.n + l as usize;
-        let load = scale_load_down(self.rqs[i].load_weight);
-        let tasks = self.rqs[i].h_nr_runnable;
-        self.tg_load[l as usize] = self.tg_load[l as usize] - self.rqs[i].tg_load_contrib + load;
-        self.tg_tasks[l as usize] = self.tg_tasks[l as usize] - self.rqs[i].tg_tasks_contrib + tasks;
-        self.rqs[i].tg_load_contrib = load;
-        self.rqs[i].tg_tasks_contrib = tasks;
+        self.update_tg_load(cpu, l);
         if self.hier && self.rqs[i].load_weight == 0 {
             return self.rqs[i].se_weight;
         }
@@ -253,6 +247,19 @@ impl Groups {
         let p = self.rq_mut(cpu, parent);
         p.load_weight = p.load_weight - old + new;
         w
+    }
+
+    /// `update_tg_load_avg()` (fair.c 6.12.117 / 7.2.12 / 7.3.4) of group `l` on `cpu`: its
+    /// runqueue's contribution to `tg->load_avg` (its queued load, see the module doc) and to
+    /// 7.3's `tg->tasks`.
+    pub fn update_tg_load(&mut self, cpu: u32, l: u32) {
+        let i = cpu as usize * self.n + l as usize;
+        let load = scale_load_down(self.rqs[i].load_weight);
+        let tasks = self.rqs[i].h_nr_runnable;
+        self.tg_load[l as usize] = self.tg_load[l as usize] - self.rqs[i].tg_load_contrib + load;
+        self.tg_tasks[l as usize] = self.tg_tasks[l as usize] - self.rqs[i].tg_tasks_contrib + tasks;
+        self.rqs[i].tg_load_contrib = load;
+        self.rqs[i].tg_tasks_contrib = tasks;
     }
 
     /// ≤7.2: group `g`'s entity joined or left its parent's runqueue on `cpu`

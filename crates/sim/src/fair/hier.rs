@@ -566,6 +566,9 @@ impl Fair<'_> {
         if let Some((groups, _)) = self.groups.as_mut() {
             groups.task_load(cpu, g, se.load_weight, -1);
             groups.count(cpu, g, -1, -i32::from(runnable));
+            // update_load_avg(cfs_rq, se, UPDATE_TG) on the task's group runqueue:
+            // update_tg_load_avg() of that group, also when it is now empty.
+            groups.update_tg_load(cpu, g);
         }
         self.goto_level(g);
         let rel = self.p.feat(Feature::PLACE_REL_DEADLINE);
@@ -618,10 +621,15 @@ impl Fair<'_> {
         }
         self.se_mut(e).on_rq = false;
         self.cfs.nr_queued -= 1;
+        let parent = self.lvl;
         if let Some(g) = se_group(e)
             && let Some((groups, cpu)) = self.groups.as_mut()
         {
             groups.set_queued(*cpu, g, false);
+            // update_tg_load_avg() of the parent group's runqueue (the root has none).
+            if parent != 0 {
+                groups.update_tg_load(*cpu, parent);
+            }
         }
         if flags & deq::DELAYED != 0 {
             let zero = !lag_7_2 && self.p.feat(Feature::DELAY_ZERO);

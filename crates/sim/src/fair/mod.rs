@@ -9,6 +9,10 @@
 //! A [`Fair`] is a short-lived view that borrows one CPU's [`CfsRq`], the entities of all tasks
 //! and the parameters; the engine builds one per operation. Reschedule requests are returned in
 //! [`Fair::resched`] for the engine to act on according to the preemption model.
+//!
+//! With ≤7.2's task-group levels (`hier.rs`) the same functions run on each level's runqueue:
+//! an entity id is a task's or a group entity's, and [`Fair::cfs`] holds the level an
+//! operation is on.
 
 pub mod entity;
 pub mod group;
