@@ -17,6 +17,11 @@ fn words(line: &str) -> Vec<String> {
 
 /// Runs a workload line as `run_one` resolves it (groups included), with `--check` on.
 fn run(kernel: &str, ncpus: u32, line: &str, seed: u64) -> SimReport {
+    Sim::new(setup(kernel, ncpus, line, seed)).unwrap().run().unwrap()
+}
+
+/// The setup `run` simulates.
+fn setup(kernel: &str, ncpus: u32, line: &str, seed: u64) -> SimSetup {
     let variant = lab::spec::parse_full(kernel).unwrap();
     let wl = resolve_workload_on(&words(line), &[], ncpus).unwrap();
     let (tasks, groups) = wl.grouped_tasks(variant.config.sysctl.autogroup);
@@ -29,8 +34,7 @@ fn run(kernel: &str, ncpus: u32, line: &str, seed: u64) -> SimReport {
         objects: wl.objects.clone(),
         check_invariants: true,
         groups,
-    };
-    Sim::new(setup).unwrap().run().unwrap()
+    }
 }
 
 /// A hog's `(CPU share, migrations)`.
@@ -244,14 +248,28 @@ fn hogs_share_their_groups_cpu_per_level() {
     }
 }
 
+/// Counts the wakeup-preemption verdicts by reason.
+struct Reasons(std::rc::Rc<std::cell::RefCell<std::collections::BTreeMap<&'static str, u64>>>);
+
+impl sim::trace::TraceSink for Reasons {
+    fn event(&mut self, _ts: u64, _cpu: u32, ev: &sim::trace::TraceEvent<'_>) {
+        if let sim::trace::TraceEvent::WakeupPreempt { preempt: true, reason, .. } = ev {
+            *self.0.borrow_mut().entry(reason.name()).or_default() += 1;
+        }
+    }
+}
+
 /// `check_preempt_wakeup_fair()` / `wakeup_preempt_fair()` (6.12.117 l.8865 / 7.2.12 l.9997)
 /// compare the entities `find_matching_se()` finds, and their idle-ness is `se_is_idle()`:
 /// a group entity is idle when its group is (`cpu.idle`). A nice-19 periodic task in the root
 /// waking while a hog of an idle group runs meets the hog's group entity at the root:
-/// "preempt an idle entity in favor of a non-idle entity", every time. Put the periodic task
-/// in the hog's idle group and the two tasks themselves are compared, both non-idle: the
-/// nice-19 task's lag is negative after each of its runs (its vruntime moves 68 times as fast
-/// as the hog's), so it wakes ineligible and waits for the hog's request to end.
+/// "preempt an idle entity in favor of a non-idle entity", every time, by that rule
+/// (`curr_sched_idle`). 7.3's flat runqueue compares the tasks, both SCHED_NORMAL: the hog's
+/// tiny effective weight makes the woken task the pick instead (`pick_is_wakee`). Put the
+/// periodic task in the hog's idle group and on ≤7.2 the two tasks themselves are compared,
+/// both non-idle: the nice-19 task's lag is negative after each of its runs (its vruntime
+/// moves 68 times as fast as the hog's), so it wakes ineligible and waits for the hog's
+/// request to end.
 #[test]
 fn wakeup_preemption_compares_the_matching_group_entities() {
     let json = |group: &str| {
@@ -265,17 +283,25 @@ fn wakeup_preemption_compares_the_matching_group_entities() {
     };
     let apart = rtapp_file("idle-apart", &json(""));
     let together = rtapp_file("idle-together", &json(r#""taskgroup": "/bg", "#));
-    for kernel in ["v6.12", "v7.2"] {
+    for (kernel, rule) in [("v6.12", "curr_sched_idle"), ("v7.2", "curr_sched_idle"), ("v7.3", "pick_is_wakee")] {
         let preemptions = |file: &str| {
-            let r = run(kernel, 1, &format!("--autogroup off --cgroup-weight /bg=idle rtapp {file}"), 1);
+            let line = format!("--autogroup off --cgroup-weight /bg=idle rtapp {file}");
+            let counts = std::rc::Rc::new(std::cell::RefCell::new(std::collections::BTreeMap::new()));
+            let sim = Sim::new(setup(kernel, 1, &line, 1)).unwrap();
+            let (r, _) = sim.run_traced(Box::new(Reasons(counts.clone())));
+            let r = r.unwrap();
             let hog = r.tasks.iter().find(|t| t.comm == "hog").unwrap();
             let tick = r.tasks.iter().find(|t| t.comm == "tick").unwrap();
-            (hog.stats.nr_wakeup_preemptions, tick.stats.nr_wakeups)
+            let by_rule = counts.borrow().get(rule).copied().unwrap_or(0);
+            (hog.stats.nr_wakeup_preemptions, tick.stats.nr_wakeups, by_rule)
         };
-        let (p, wakeups) = preemptions(&apart);
+        let (p, wakeups, by_rule) = preemptions(&apart);
         assert!(wakeups > 900, "{kernel}: the periodic task woke {wakeups} times");
         assert!(p * 100 >= wakeups * 95, "{kernel}: across groups {p} of {wakeups} wakeups preempt the idle group");
-        let (p, wakeups) = preemptions(&together);
-        assert!(p * 20 < wakeups, "{kernel}: inside the idle group only {p} of {wakeups} wakeups preempt");
+        assert!(by_rule * 100 >= p * 95, "{kernel}: {by_rule} of {p} preemptions by {rule}");
+        if kernel != "v7.3" {
+            let (p, wakeups, _) = preemptions(&together);
+            assert!(p * 20 < wakeups, "{kernel}: inside the idle group only {p} of {wakeups} wakeups preempt");
+        }
     }
 }
