@@ -25,7 +25,7 @@ fn setup(kernel: &str, ncpus: u32, line: &str, seed: u64) -> SimSetup {
     let variant = lab::spec::parse_full(kernel).unwrap();
     let wl = resolve_workload_on(&words(line), &[], ncpus).unwrap();
     let (tasks, groups) = wl.grouped_tasks(variant.config.sysctl.autogroup);
-    let setup = SimSetup {
+    SimSetup {
         sched: variant.config,
         topology: Topology::smp(ncpus),
         seed,

@@ -544,17 +544,34 @@ impl Fair<'_> {
                 return false;
             }
         }
+        // Off this level first, then the PELT update and the counts at the root (PELT reads
+        // neither the tree nor the entity's queued flag; it is told the task was queued).
+        let se = *self.se(t);
+        let rel = self.p.feat(Feature::PLACE_REL_DEADLINE);
+        let is_curr = self.cfs.curr == Some(t);
+        let sem = self.se_mut(t);
+        sem.on_rq = false;
+        if flags & deq::SLEEP == 0 && rel {
+            sem.deadline = sem.deadline.wrapping_sub(sem.vruntime);
+            sem.rel_deadline = true;
+        }
+        if flags & deq::DELAYED != 0 {
+            sem.sched_delayed = false;
+        }
+        self.cfs.nr_queued -= 1;
+        if !is_curr {
+            self.dequeue_tree(t);
+        }
         self.goto_level(0);
         let migrating = if flags & deq::MIGRATING != 0 { pelt::DO_DETACH } else { 0 };
-        if self.se(t).sched_delayed {
+        if se.sched_delayed {
             self.pelt_update(t, true, false, pelt::UPDATE_TG | migrating);
         } else {
-            let pe = self.se(t).pelt;
+            let pe = se.pelt;
             self.cfs.pelt.util_est_dequeue(&pe);
             let est = if flags & deq::SLEEP != 0 { pelt::UPDATE_UTIL_EST } else { 0 };
             self.pelt_update(t, true, true, pelt::UPDATE_TG | est | migrating);
         }
-        let se = *self.se(t);
         let idle = self.idle_path(t);
         // As the flat path: the net change of h_nr_runnable at once (a delayed task leaving
         // for good was already not runnable).
@@ -569,21 +586,6 @@ impl Fair<'_> {
             // update_load_avg(cfs_rq, se, UPDATE_TG) on the task's group runqueue:
             // update_tg_load_avg() of that group, also when it is now empty.
             groups.update_tg_load(cpu, g);
-        }
-        self.goto_level(g);
-        let rel = self.p.feat(Feature::PLACE_REL_DEADLINE);
-        let se = self.se_mut(t);
-        se.on_rq = false;
-        if flags & deq::SLEEP == 0 && rel {
-            se.deadline = se.deadline.wrapping_sub(se.vruntime);
-            se.rel_deadline = true;
-        }
-        self.cfs.nr_queued -= 1;
-        if self.cfs.curr != Some(t) {
-            self.dequeue_tree(t);
-        }
-        if flags & deq::DELAYED != 0 {
-            self.se_mut(t).sched_delayed = false;
         }
         true
     }
@@ -710,11 +712,9 @@ impl Fair<'_> {
     /// `pick_next_task_fair()`): every level from the task up is put back, except those it
     /// shares with `next`, whose `curr` stays (the walk stops at the first level both are on).
     pub(super) fn put_prev_task_hier(&mut self, prev: TaskId, next: Option<TaskId>) {
+        // The task's PELT update first, at the root: it reads nothing the walk changes, and
+        // put_prev_entity() charges the task's level itself.
         if self.se(prev).on_rq {
-            let g = self.se(prev).group;
-            self.goto_level(g);
-            self.update_curr();
-            self.goto_level(0);
             let runnable = !self.se(prev).sched_delayed;
             self.pelt_update(prev, true, runnable, 0);
         }
@@ -809,11 +809,11 @@ impl Fair<'_> {
             self.tick_groups();
             return;
         };
+        // The task's PELT update first, at the root (it reads nothing the charges change).
+        self.pelt_tick();
         let g = self.se(t).group;
         self.goto_level(g);
         self.update_curr();
-        self.goto_level(0);
-        self.pelt_tick();
         let mut e = self.parent_entity(t);
         while let Some(x) = e {
             let l = self.se(x).group;
