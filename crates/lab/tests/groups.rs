@@ -17,10 +17,15 @@ fn words(line: &str) -> Vec<String> {
 
 /// Runs a workload line as `run_one` resolves it (groups included), with `--check` on.
 fn run(kernel: &str, ncpus: u32, line: &str, seed: u64) -> SimReport {
+    Sim::new(setup(kernel, ncpus, line, seed)).unwrap().run().unwrap()
+}
+
+/// The setup `run` simulates.
+fn setup(kernel: &str, ncpus: u32, line: &str, seed: u64) -> SimSetup {
     let variant = lab::spec::parse_full(kernel).unwrap();
     let wl = resolve_workload_on(&words(line), &[], ncpus).unwrap();
     let (tasks, groups) = wl.grouped_tasks(variant.config.sysctl.autogroup);
-    let setup = SimSetup {
+    SimSetup {
         sched: variant.config,
         topology: Topology::smp(ncpus),
         seed,
@@ -29,8 +34,7 @@ fn run(kernel: &str, ncpus: u32, line: &str, seed: u64) -> SimReport {
         objects: wl.objects.clone(),
         check_invariants: true,
         groups,
-    };
-    Sim::new(setup).unwrap().run().unwrap()
+    }
 }
 
 /// A hog's `(CPU share, migrations)`.
@@ -80,26 +84,34 @@ fn autogroup_divides_cpu_per_session() {
     assert!((hog_share(&r) - 0.20).abs() < 0.02);
 }
 
-/// `perf bench sched pipe -G A,B` pinned to one CPU: each worker is the only task of its
-/// group, so its group entity gets the full shares (`calc_group_shares()` / 7.3's
-/// `calc_concur_shares()` with nr = 1) and `__calc_prop_weight()` gives it NICE_0_LOAD: the
-/// run is decision for decision the root-group one. Both workers in one group (the session's
-/// autogroup) instead carry h_load weights of 512 while both are queued and 1024 while one
-/// runs alone, refreshed only at enqueue, switch-in and tick, so the pair is reweighted and
-/// the switches differ on 7.3's flat runqueue. On ≤7.2 the one group is a level of its own:
-/// the root holds only its entity, `find_matching_se()` meets inside it, and the pair decides
-/// with its own weights exactly as in the root group.
+/// `perf bench sched pipe -G A,B` pinned to one CPU, against the root-group run and both
+/// workers in one group (the session's autogroup).
+///
+/// 7.3's flat runqueue: with `-G A,B` each worker is its group's only task, so its group entity
+/// gets the full shares (`calc_concur_shares()` with nr = 1) and `__calc_prop_weight()` gives
+/// it NICE_0_LOAD: the run is decision for decision the root-group one. Sharing one group the
+/// two carry h_load weights of 512 while both are queued and 1024 while one runs alone,
+/// refreshed only at enqueue, switch-in and tick, so the pair is reweighted.
+///
+/// ≤7.2's levels (fair.c 6.12.117 / 7.2.12): one group is a level of its own whose runqueue
+/// holds the pair with their own weights, and the root holds only the group's entity, alone
+/// there: the run decides as the root group does. With `-G A,B` each worker is alone on its
+/// group's runqueue, always eligible there, so a sleeping worker is dequeued for good and its
+/// group entity is delayed at the root instead (`dequeue_entities()`): its wakeup is a full
+/// enqueue (CPU selection, `enqueue_task_fair()` requeueing the group entity), not the in-place
+/// requeue of a delayed task (`ttwu_runnable()`), and the run differs from the root-group one.
 #[test]
-fn pipe_two_groups_weigh_as_root_tasks_one_group_reweights() {
-    for kernel in ["v7.3", "v6.12"] {
+fn pipe_groups_per_version() {
+    for kernel in ["v7.3", "v7.2", "v6.12"] {
         let root = run(kernel, 2, "--autogroup off --cpus 0 pipe -l 5000", 1);
         let two = run(kernel, 2, "--autogroup off --cpus 0 pipe -l 5000 -G A,B", 1);
         let one = run(kernel, 2, "--autogroup on --cpus 0 pipe -l 5000", 1);
         let key = |r: &SimReport| (r.counters.nr_switches, r.counters.nr_involuntary_switches, r.simulated_ns);
-        assert_eq!(key(&two), key(&root), "{kernel}: -G A,B is the root-group ping-pong");
         if kernel == "v7.3" {
+            assert_eq!(key(&two), key(&root), "{kernel}: -G A,B is the root-group ping-pong");
             assert_ne!(key(&one), key(&root), "{kernel}: one shared group reweights the pair");
         } else {
+            assert_ne!(key(&two), key(&root), "{kernel}: -G A,B delays group entities, not the workers");
             assert_eq!(key(&one), key(&root), "{kernel}: a lone group's level decides as the root");
         }
         assert!(root.counters.nr_switches >= 5_000, "{kernel}: the pinned pair switches every loop");
@@ -131,7 +143,8 @@ fn rtapp_taskgroups_divide_cpu_by_weight() {
     }
 }
 
-/// Same inputs and seed, same report, with groups (autogroups, nested cgroups, an idle one).
+/// Same inputs and seed, same report, with groups (autogroups, nested cgroups, an idle one), on
+/// every form of groups.
 #[test]
 fn groups_are_deterministic() {
     let line = "--cgroup /x/y --cgroup-weight /x=300 --cgroup-weight /bg=idle --background 'stress-ng --cpu 3' \
@@ -140,10 +153,13 @@ fn groups_are_deterministic() {
         let tasks: Vec<(u64, u64)> = r.tasks.iter().map(|t| (t.sum_exec_runtime_ns, t.stats.nr_switches)).collect();
         (r.simulated_ns, r.events, r.counters.nr_switches, r.counters.nr_migrations, tasks)
     };
-    let a = run("v7.3", 2, line, 7);
-    let b = run("v7.3", 2, line, 7);
-    assert_eq!(digest(&a), digest(&b));
-    assert!(a.counters.nr_migrations > 0, "two CPUs: tasks of the groups move");
+    // 7.3's flat runqueue and ≤7.2's levels.
+    for kernel in ["v7.3", "v6.12"] {
+        let a = run(kernel, 2, line, 7);
+        let b = run(kernel, 2, line, 7);
+        assert_eq!(digest(&a), digest(&b), "{kernel}");
+        assert!(a.counters.nr_migrations > 0, "{kernel}: two CPUs: tasks of the groups move");
+    }
 }
 
 /// The options of a workload line: checked, and written back as they were read.
@@ -198,5 +214,98 @@ fn balancing_weighs_sessions_by_task_h_load() {
         }
         let moved: u64 = all.iter().map(|h| h.1).sum();
         assert!(moved >= 10, "{kernel} autogroup off: {moved} migrations, the balancer rotates the five");
+    }
+}
+
+/// Writes an rt-app file for one test into the temporary directory.
+fn rtapp_file(name: &str, json: &str) -> String {
+    let path = std::env::temp_dir().join(format!("schedlab-groups-{name}-{}.json", std::process::id()));
+    std::fs::write(&path, json).unwrap();
+    path.display().to_string()
+}
+
+/// Per level, a group's CPU is shared among its queued entities by weight (≤7.2:
+/// `pick_task_fair()` walks down the levels, each an EEVDF runqueue of its own): on one CPU a
+/// root hog and `/a`'s entity get half each, `/a`'s hog and `/a/b`'s entity half of that,
+/// `/a/b`'s two hogs an eighth each. 7.3's flat `__calc_prop_weight()` gives the same shares.
+#[test]
+fn hogs_share_their_groups_cpu_per_level() {
+    let file = rtapp_file(
+        "levels",
+        r#"{ "tasks": {
+            "r": { "cpus": [0], "loop": -1, "run": 100000 },
+            "a": { "taskgroup": "/a", "cpus": [0], "loop": -1, "run": 100000 },
+            "ab": { "instance": 2, "taskgroup": "/a/b", "cpus": [0], "loop": -1, "run": 100000 } },
+          "global": { "duration": 2 } }"#,
+    );
+    for kernel in ["v6.12", "v7.2", "v7.3"] {
+        let r = run(kernel, 1, &format!("--autogroup off rtapp {file}"), 1);
+        for t in r.tasks.iter().filter(|t| !t.kthread) {
+            let share = t.sum_exec_runtime_ns as f64 / r.simulated_ns as f64;
+            let want = match t.comm.as_str() {
+                "r" => 0.5,
+                "a" => 0.25,
+                _ => 0.125,
+            };
+            assert!((share - want).abs() < 0.02, "{kernel}: {} gets {share:.3}, want {want}", t.comm);
+        }
+    }
+}
+
+/// Counts the wakeup-preemption verdicts by reason.
+struct Reasons(std::rc::Rc<std::cell::RefCell<std::collections::BTreeMap<&'static str, u64>>>);
+
+impl sim::trace::TraceSink for Reasons {
+    fn event(&mut self, _ts: u64, _cpu: u32, ev: &sim::trace::TraceEvent<'_>) {
+        if let sim::trace::TraceEvent::WakeupPreempt { preempt: true, reason, .. } = ev {
+            *self.0.borrow_mut().entry(reason.name()).or_default() += 1;
+        }
+    }
+}
+
+/// `check_preempt_wakeup_fair()` / `wakeup_preempt_fair()` (6.12.117 l.8865 / 7.2.12 l.9997)
+/// compare the entities `find_matching_se()` finds, and their idle-ness is `se_is_idle()`:
+/// a group entity is idle when its group is (`cpu.idle`). A nice-19 periodic task in the root
+/// waking while a hog of an idle group runs meets the hog's group entity at the root:
+/// "preempt an idle entity in favor of a non-idle entity", every time, by that rule
+/// (`curr_sched_idle`). 7.3's flat runqueue compares the tasks, both SCHED_NORMAL: the hog's
+/// tiny effective weight makes the woken task the pick instead (`pick_is_wakee`). Put the
+/// periodic task in the hog's idle group and on ≤7.2 the two tasks themselves are compared,
+/// both non-idle: the nice-19 task's lag is negative after each of its runs (its vruntime
+/// moves 68 times as fast as the hog's), so it wakes ineligible and waits for the hog's
+/// request to end.
+#[test]
+fn wakeup_preemption_compares_the_matching_group_entities() {
+    let json = |group: &str| {
+        format!(
+            r#"{{ "tasks": {{
+                "hog": {{ "taskgroup": "/bg", "cpus": [0], "loop": -1, "run": 100000 }},
+                "tick": {{ {group}"priority": 19, "cpus": [0], "loop": -1, "run": 100,
+                          "timer": {{ "ref": "unique", "period": 2000 }} }} }},
+              "global": {{ "duration": 2 }} }}"#
+        )
+    };
+    let apart = rtapp_file("idle-apart", &json(""));
+    let together = rtapp_file("idle-together", &json(r#""taskgroup": "/bg", "#));
+    for (kernel, rule) in [("v6.12", "curr_sched_idle"), ("v7.2", "curr_sched_idle"), ("v7.3", "pick_is_wakee")] {
+        let preemptions = |file: &str| {
+            let line = format!("--autogroup off --cgroup-weight /bg=idle rtapp {file}");
+            let counts = std::rc::Rc::new(std::cell::RefCell::new(std::collections::BTreeMap::new()));
+            let sim = Sim::new(setup(kernel, 1, &line, 1)).unwrap();
+            let (r, _) = sim.run_traced(Box::new(Reasons(counts.clone())));
+            let r = r.unwrap();
+            let hog = r.tasks.iter().find(|t| t.comm == "hog").unwrap();
+            let tick = r.tasks.iter().find(|t| t.comm == "tick").unwrap();
+            let by_rule = counts.borrow().get(rule).copied().unwrap_or(0);
+            (hog.stats.nr_wakeup_preemptions, tick.stats.nr_wakeups, by_rule)
+        };
+        let (p, wakeups, by_rule) = preemptions(&apart);
+        assert!(wakeups > 900, "{kernel}: the periodic task woke {wakeups} times");
+        assert!(p * 100 >= wakeups * 95, "{kernel}: across groups {p} of {wakeups} wakeups preempt the idle group");
+        assert!(by_rule * 100 >= p * 95, "{kernel}: {by_rule} of {p} preemptions by {rule}");
+        if kernel != "v7.3" {
+            let (p, wakeups, _) = preemptions(&together);
+            assert!(p * 20 < wakeups, "{kernel}: inside the idle group only {p} of {wakeups} wakeups preempt");
+        }
     }
 }

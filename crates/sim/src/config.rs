@@ -283,6 +283,10 @@ pub struct Behavior {
     /// 7.3: group entity weights from `calc_concur_shares()` (the default `cgroup_mode`
     /// "concur", fb1050ac8e40); before, `calc_group_shares()` (`fair/group.rs`).
     pub concur_shares: bool,
+    /// ≤7.2: EEVDF runs per level of the task-group hierarchy (group entities in their
+    /// parents' trees, `find_matching_se()`, group slices: `fair/hier.rs`); 7.3's flat
+    /// runqueue holds only tasks, with effective weights (`fair/group.rs`).
+    pub group_levels: bool,
     /// 7.2.12/7.3.4: an hrtick started inside `__schedule()` is only noted
     /// (`HRTICK_SCHED_START`) and programmed by `hrtick_schedule_exit()` from
     /// `finish_lock_switch()`, i.e. after the context switch (core.c 7.3.4 l.970, l.1007,
@@ -329,6 +333,7 @@ impl Behavior {
             yield_forfeits_vruntime: true,
             balance: BalanceVariant::V7_3,
             concur_shares: true,
+            group_levels: false,
             hrtick_armed_after_switch: true,
             sched_cache: true,
         }

@@ -107,6 +107,9 @@ fn v7_2() -> SchedConfig {
     c.behavior.place_lag_split_div = false;
     c.behavior.balance = BalanceVariant::V7_2;
     c.behavior.concur_shares = false;
+    // 7.2.12 enqueue_task_fair()/pick_task_fair() walk the group levels (for_each_sched_entity);
+    // 7.3.4's flat runqueue enqueues tasks only (enqueue_hierarchy()).
+    c.behavior.group_levels = true;
     c
 }
 

@@ -38,7 +38,7 @@ impl Sim {
         for (i, (task, se)) in self.tasks.iter().zip(&self.ents).enumerate() {
             let t = TaskId(i as u32);
             let rq = &self.rqs[task.cpu as usize];
-            let is_curr = rq.cfs.curr == Some(t);
+            let is_curr = self.level_curr(task.cpu, se.group) == Some(t);
             if se.on_rq && (is_curr == se.in_tree) {
                 return fail(format!("task {i} queued but curr={is_curr} in_tree={}", se.in_tree));
             }
@@ -70,7 +70,7 @@ impl Sim {
         }
         // No task is current on a CPU it does not belong to.
         for (c, rq) in self.rqs.iter().enumerate() {
-            for t in [rq.cfs.curr, rq.curr].into_iter().flatten() {
+            for t in [self.cfs_curr_task(c as u32), rq.curr].into_iter().flatten() {
                 let owner = self.tasks[t.idx()].cpu;
                 if owner as usize != c {
                     return fail(format!("task {} is current on CPU {c} but belongs to CPU {owner}", t.0));
@@ -137,7 +137,8 @@ impl Sim {
                 if rq.load_weight != load {
                     return fail(format!("load {} but its queued members weigh {load}", rq.load_weight));
                 }
-                if rq.contrib != if queued > 0 { rq.se_weight } else { 0 } {
+                let entity_queued = if groups.is_hierarchy() { rq.queued } else { queued > 0 };
+                if rq.contrib != if entity_queued { rq.se_weight } else { 0 } {
                     return fail(format!("adds {} to its parent with entity weight {}", rq.contrib, rq.se_weight));
                 }
             }
@@ -201,6 +202,9 @@ impl Sim {
     /// belong to it, from a pass over all tasks; without them (a partial check) the counts of
     /// the tree and the running entity stand in.
     fn check_rq(&mut self, cpu: u32, counts: Option<(u32, u32, u64)>) -> Result<(), InvariantViolation> {
+        if !self.gents.is_empty() {
+            return self.check_rq_hier(cpu, counts);
+        }
         let now = self.now;
         let fail = |what: String| Err(InvariantViolation { at_ns: now, what: format!("CPU {cpu}: {what}") });
         let rq = &self.rqs[cpu as usize];
@@ -289,6 +293,166 @@ impl Sim {
         }
         Ok(())
     }
+}
+
+impl Sim {
+    /// `curr` of level `g`'s runqueue on `cpu` (the root's without ≤7.2's levels).
+    fn level_curr(&self, cpu: u32, g: u32) -> Option<TaskId> {
+        if self.gents.is_empty() || g == 0 {
+            return self.rqs[cpu as usize].cfs.curr;
+        }
+        let n = self.groups.as_ref().map_or(1, |gr| gr.len());
+        self.gcfs[cpu as usize * n + g as usize].curr
+    }
+
+    /// The invariants of one CPU's runqueues on ≤7.2's levels (`fair/hier.rs`): the running
+    /// task is at the end of the levels' `curr` chain; the root keeps the flat counts of every
+    /// task of the CPU; on every level each queued entity is in its tree or its `curr`, the
+    /// tree's copies and sums match, `nr_queued` counts them, the weighted lags sum to zero
+    /// and someone is eligible, the next buddy is a queued non-delayed member; a group
+    /// runqueue's `load.weight` is the sum of its queued entities' weights (tasks' own,
+    /// child groups' entities'); a group's entity is queued exactly while its runqueue holds
+    /// entities or it is delayed (then its runqueue is empty), and while queued its weight is
+    /// what `update_cfs_group()` gave it.
+    fn check_rq_hier(&mut self, cpu: u32, counts: Option<(u32, u32, u64)>) -> Result<(), InvariantViolation> {
+        let now = self.now;
+        let fail = |what: String| Err(InvariantViolation { at_ns: now, what: format!("CPU {cpu}: {what}") });
+        let curr = self.cfs_curr_task(cpu);
+        let rq = &self.rqs[cpu as usize];
+        if rq.curr != curr {
+            return fail(format!("rq.curr {:?} != the levels' curr {curr:?}", rq.curr));
+        }
+        if let Some((q, r, l)) = counts
+            && (q, r, l) != (rq.cfs.h_nr_queued, rq.cfs.h_nr_runnable, rq.cfs.load_weight)
+        {
+            return fail(format!(
+                "counts (queued, runnable, load) = ({q}, {r}, {l}) but the root has ({}, {}, {})",
+                rq.cfs.h_nr_queued, rq.cfs.h_nr_runnable, rq.cfs.load_weight
+            ));
+        }
+        let Some(groups) = self.groups.as_ref() else { return Ok(()) };
+        let n = groups.len();
+        let base = cpu as usize * n;
+        let full = self.params.behavior.avg_full_weight;
+        for l in 0..n as u32 {
+            let cfs = if l == 0 { &self.rqs[cpu as usize].cfs } else { &self.gcfs[base + l as usize] };
+            let ent = |id: u32| -> &crate::fair::SchedEntity {
+                match crate::fair::hier::se_group(TaskId(id)) {
+                    Some(g) => &self.gents[base + g as usize],
+                    None => &self.ents[id as usize],
+                }
+            };
+            let name = &groups.spec(l).name;
+            let lfail = |what: String| fail(format!("level {name}: {what}"));
+            let curr_queued = cfs.curr.filter(|c| ent(c.0).on_rq);
+            let (mut sum_w, mut sum_wv, mut load, mut members) = (0u64, 0i64, 0u64, 0u32);
+            for k in cfs.timeline.iter().chain(curr_queued.map(|c| {
+                let se = ent(c.0);
+                crate::fair::tree::NodeKey { id: c.0, deadline: se.deadline, vruntime: se.vruntime, slice: se.slice }
+            })) {
+                let se = ent(k.id);
+                members += 1;
+                load += se.load_weight;
+                if se.group != l || !se.on_rq {
+                    return lfail(format!(
+                        "entity {:#x} (group {}, on_rq {}) is queued here",
+                        k.id, se.group, se.on_rq
+                    ));
+                }
+                if crate::fair::hier::se_group(TaskId(k.id)).is_none() && self.tasks[k.id as usize].cpu != cpu {
+                    return lfail(format!("task {} of CPU {} is queued here", k.id, self.tasks[k.id as usize].cpu));
+                }
+                if curr_queued == Some(TaskId(k.id)) {
+                    continue;
+                }
+                if !se.in_tree || cfs.curr == Some(TaskId(k.id)) {
+                    return lfail(format!(
+                        "entity {:#x} in the tree: in_tree {}, curr {:?}",
+                        k.id, se.in_tree, cfs.curr
+                    ));
+                }
+                if (se.vruntime, se.deadline, se.slice) != (k.vruntime, k.deadline, k.slice) {
+                    return lfail(format!("tree copy of entity {:#x} is stale", k.id));
+                }
+                let w = if full { se.h_weight } else { crate::fair::weight::scale_load_down(se.h_weight) };
+                sum_w += w;
+                sum_wv =
+                    sum_wv.wrapping_add((se.vruntime.wrapping_sub(cfs.zero_vruntime) as i64).wrapping_mul(w as i64));
+            }
+            if (sum_w, sum_wv) != (cfs.sum_weight, cfs.sum_w_vruntime) {
+                return lfail(format!(
+                    "avg_vruntime sums ({sum_w}, {sum_wv}) != ({}, {})",
+                    cfs.sum_weight, cfs.sum_w_vruntime
+                ));
+            }
+            if members != cfs.nr_queued {
+                return lfail(format!("nr_queued {} but {members} entities are queued", cfs.nr_queued));
+            }
+            if l != 0 && groups.rq(cpu, l).load_weight != load {
+                return lfail(format!("load {} but its queued entities weigh {load}", groups.rq(cpu, l).load_weight));
+            }
+            if let Some(nx) = cfs.next {
+                let se = ent(nx.0);
+                if !se.on_rq || se.sched_delayed || se.group != l {
+                    return lfail(format!("next buddy {:#x} is not a queued, non-delayed entity here", nx.0));
+                }
+            }
+            if l != 0 {
+                let gse = &self.gents[base + l as usize];
+                let grq = groups.rq(cpu, l);
+                let ok = if gse.sched_delayed { gse.on_rq && members == 0 } else { gse.on_rq == (members > 0) };
+                if !ok {
+                    return lfail(format!(
+                        "group entity on_rq {} delayed {} with {members} entities queued below",
+                        gse.on_rq, gse.sched_delayed
+                    ));
+                }
+                if grq.queued != gse.on_rq || (grq.queued && grq.se_weight != gse.load_weight) {
+                    return lfail(format!(
+                        "group entity weight {} on_rq {}, but the group has {} queued {}",
+                        gse.load_weight, gse.on_rq, grq.se_weight, grq.queued
+                    ));
+                }
+            }
+        }
+        // The lag sum and eligibility of every level, read through `Fair` (`&self` tests).
+        for l in 0..n as u32 {
+            let (cfs, gents): (&mut crate::fair::CfsRq, &mut [crate::fair::SchedEntity]) = if l == 0 {
+                (&mut self.rqs[cpu as usize].cfs, &mut self.gents[base..base + n])
+            } else {
+                (&mut self.gcfs[base + l as usize], &mut self.gents[base..base + n])
+            };
+            let mut f = Fair::new(cfs, &mut self.ents, &self.params, now);
+            f.gents = gents;
+            let curr_queued = f.cfs.curr.filter(|&c| f.entity_of(c).on_rq);
+            let members: Vec<TaskId> = f.cfs.timeline.iter().map(|k| TaskId(k.id)).chain(curr_queued).collect();
+            if members.is_empty() {
+                continue;
+            }
+            let w_of = |t: TaskId| -> i128 {
+                let h = f.entity_of(t).h_weight;
+                if full { h as i128 } else { crate::fair::weight::scale_load_down(h) as i128 }
+            };
+            let total_w: i128 = members.iter().map(|&t| w_of(t)).sum();
+            let v0 = f.cfs.zero_vruntime;
+            let key = |t: TaskId| f.entity_of(t).vruntime.wrapping_sub(v0) as i64 as i128;
+            let num: i128 = members.iter().map(|&t| w_of(t) * key(t)).sum();
+            let v = num.div_euclid(total_w);
+            let lag_sum: i128 = members.iter().map(|&t| w_of(t) * (v - key(t))).sum();
+            let name = &groups_name(self.groups.as_ref(), l);
+            if lag_sum > 0 || lag_sum <= -total_w {
+                return fail(format!("level {name}: weighted lag sum {lag_sum} outside (-{total_w}, 0]"));
+            }
+            if !members.iter().any(|&t| f.entity_eligible(t)) {
+                return fail(format!("level {name}: no queued entity is eligible"));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn groups_name(groups: Option<&crate::fair::group::Groups>, l: u32) -> String {
+    groups.map_or_else(String::new, |g| g.spec(l).name.clone())
 }
 
 #[cfg(test)]

@@ -258,7 +258,7 @@ impl Sim {
         }
         if let Some(p) = prev {
             if !pushed_prev {
-                self.fair(cpu).put_prev_task_fair(p);
+                self.fair(cpu).put_prev_task_fair(p, next);
             }
             let st = &mut self.tasks[p.idx()].stats;
             st.nr_switches += 1;
@@ -287,22 +287,22 @@ impl Sim {
 
     /// `pick_task_fair()` (fair.c v7.3.4); newidle balancing joins with the machine model.
     fn pick_task_fair(&mut self, cpu: u32) -> Option<TaskId> {
+        if !self.gents.is_empty() {
+            // ≤7.2's levels: the pick itself dequeues delayed entities, which may leave no
+            // task to run (`goto idle`: newidle balance, then pick again).
+            if let Some(t) = self.fair(cpu).pick_task_fair() {
+                return Some(t);
+            }
+            if !self.newidle_balance(cpu) {
+                return None;
+            }
+            return self.fair(cpu).pick_task_fair();
+        }
         if self.rqs[cpu as usize].cfs.h_nr_queued == 0 && !self.newidle_balance(cpu) {
             return None;
         }
-        let mut f = self.fair(cpu);
-        if f.cfs.h_nr_queued == 0 {
-            return None;
-        }
-        if f.cfs.curr.is_some_and(|c| f.ents[c.idx()].on_rq) {
-            f.update_curr();
-        }
-        let picked = f.pick_next_entity(true);
-        if let Some(t) = picked {
-            debug_assert!(f.cfs.h_nr_queued == 1 || f.entity_eligible(t), "picked an ineligible entity");
-        }
         // Requests made by update_curr() here are consumed by this very schedule().
-        picked
+        self.fair(cpu).pick_task_fair()
     }
 
     fn switch_to(&mut self, cpu: u32, next: TaskId, prev: Option<TaskId>) {

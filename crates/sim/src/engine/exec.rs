@@ -226,7 +226,7 @@ impl Sim {
         let need_full = self.rqs[cpu as usize].need_resched == Resched::Full;
         let mut f = self.fair(cpu);
         f.dequeue_task_fair(t, deq::SAVE);
-        f.put_prev_task_fair(t);
+        f.put_prev_task_fair(t, None);
         f.reweight_dequeued(t, w_new);
         f.enqueue_task_fair(t, enq::RESTORE);
         f.set_next_task_fair(t, false);

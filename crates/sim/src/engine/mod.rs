@@ -11,6 +11,8 @@ mod balance;
 mod check;
 mod core;
 mod exec;
+#[cfg(test)]
+mod hier_tests;
 mod ipc;
 mod tick;
 mod tracing;
@@ -278,6 +280,10 @@ pub struct Sim {
     is_touched: Vec<bool>,
     /// The task groups, if the run has any besides the root.
     groups: Option<Groups>,
+    /// ≤7.2's group levels (`fair/hier.rs`): each group's runqueue and entity per CPU,
+    /// `[cpu * groups.len() + g]` (slot 0 of a CPU unused). Empty without the hierarchy.
+    gcfs: Vec<CfsRq>,
+    gents: Vec<SchedEntity>,
 }
 
 /// With `--check`, every invariant is checked after every this many events, and after the
@@ -299,8 +305,7 @@ impl Sim {
     }
 
     /// Builds the simulation. Task specs must already be valid (`TaskSpec::validate`).
-    pub fn new(mut setup: SimSetup) -> Result<Sim, String> {
-        collapse_lone_group(&mut setup);
+    pub fn new(setup: SimSetup) -> Result<Sim, String> {
         let ncpus = setup.topology.nr_cpus() as u32;
         if ncpus == 0 {
             return Err("topology has no CPUs".into());
@@ -314,10 +319,22 @@ impl Sim {
             None
         } else {
             let mode = if setup.sched.behavior.concur_shares { SharesMode::Concur } else { SharesMode::Smp };
-            Some(Groups::new(&setup.groups, ncpus, mode)?)
+            Some(Groups::with_hierarchy(&setup.groups, ncpus, mode, setup.sched.behavior.group_levels)?)
+        };
+        let (gcfs, gents) = match &groups {
+            Some(g) if g.is_hierarchy() => {
+                let n = g.len();
+                let ents = (0..ncpus as usize * n)
+                    .map(|i| crate::fair::hier::group_entity(if i % n == 0 { 0 } else { g.parent((i % n) as u32) }))
+                    .collect();
+                ((0..ncpus as usize * n).map(|_| CfsRq::default()).collect(), ents)
+            }
+            _ => (Vec::new(), Vec::new()),
         };
         let mut sim = Sim {
             groups,
+            gcfs,
+            gents,
             trace: None,
             observer: None,
             touched: Vec::new(),
@@ -626,9 +643,57 @@ impl Sim {
         if self.check {
             self.touch(cpu);
         }
+        self.fair_raw(cpu)
+    }
+
+    /// A fair-class view of `cpu` that reads without flushing CONFIG_SCHED_CACHE's runtime or
+    /// marking the CPU for `--check` (callers that only look).
+    fn fair_raw(&mut self, cpu: u32) -> Fair<'_> {
         let mut f = Fair::new(&mut self.rqs[cpu as usize].cfs, &mut self.ents, &self.params, self.now);
-        f.groups = self.groups.as_mut().map(|g| (g, cpu));
+        if let Some(g) = self.groups.as_mut() {
+            if !self.gents.is_empty() {
+                let n = g.len();
+                let r = cpu as usize * n..(cpu as usize + 1) * n;
+                f.gcfs = &mut self.gcfs[r.clone()];
+                f.gents = &mut self.gents[r];
+            }
+            f.groups = Some((g, cpu));
+        }
         f
+    }
+
+    /// The queued tasks of `cpu` on ≤7.2's levels (the root's tree holds group entities).
+    fn queued_tasks_hier(&self, cpu: u32) -> impl Iterator<Item = TaskId> + '_ {
+        self.tasks
+            .iter()
+            .zip(&self.ents)
+            .enumerate()
+            .filter(move |(_, (t, se))| t.cpu == cpu && se.on_rq)
+            .map(|(i, _)| TaskId(i as u32))
+    }
+
+    /// The fair class's running task of `cpu` (`cfs_rq->curr` of the task's own level).
+    fn cfs_curr_task(&self, cpu: u32) -> Option<TaskId> {
+        let rq = &self.rqs[cpu as usize];
+        if self.gents.is_empty() {
+            return rq.cfs.curr;
+        }
+        let n = self.groups.as_ref().map_or(1, |g| g.len());
+        let mut c = rq.cfs.curr?;
+        while let Some(g) = crate::fair::hier::se_group(c) {
+            c = self.gcfs[cpu as usize * n + g as usize].curr?;
+        }
+        Some(c)
+    }
+
+    /// `cfs_rq_of(&p->se)->next` for a task `p` of `cpu`.
+    fn cfs_next_of(&self, cpu: u32, p: TaskId) -> Option<TaskId> {
+        let g = self.ents[p.idx()].group;
+        if self.gents.is_empty() || g == 0 {
+            return self.rqs[cpu as usize].cfs.next;
+        }
+        let n = self.groups.as_ref().map_or(1, |g| g.len());
+        self.gcfs[cpu as usize * n + g as usize].next
     }
 
     /// `task_h_load(p)` (fair.c 6.12.117 / 7.2.12 / 7.3.4) with `cpu = task_cpu(p)`: with task
@@ -661,7 +726,7 @@ impl Sim {
                 rq.idle_since = Some(self.now);
             }
             let mut f = self.fair(cpu);
-            f.update_curr();
+            f.update_curr_fair();
         }
         // The programs and pending events are not reported: free them before the reports are
         // built, which is the process's memory peak (a `Task` is cache-line aligned, so the
@@ -700,27 +765,5 @@ impl Sim {
             counts: self.counts,
             histograms: self.histograms,
         }
-    }
-}
-
-/// Up to 7.2 the kernel runs EEVDF per level: a task group's tasks are scheduled inside the
-/// group's runqueue with their own weights, and the group's entity competes at its parent's
-/// level. When one group holds every task of the run (a benchmark alone in its session's
-/// autogroup, the common case), each CPU's root runqueue holds that one group entity and
-/// nothing beside it, `find_matching_se()` (fair.c 6.12.117 / 7.2.12) always meets at the
-/// group's level, and every decision is the one the root group would make. The model's flat
-/// form of ≤7.2 groups gives tasks lazily refreshed share-scaled weights, which would perturb
-/// those decisions, so such a run is simulated in the root group. 7.3's flat runqueue
-/// (`concur_shares`) really reweights the tasks (`calc_concur_shares()`), so it keeps the group.
-fn collapse_lone_group(setup: &mut SimSetup) {
-    if setup.sched.behavior.concur_shares || setup.groups.is_empty() {
-        return;
-    }
-    let Some(first) = setup.tasks.first().map(|t| t.group) else { return };
-    if first != 0 && setup.tasks.iter().all(|t| t.group == first) {
-        for t in &mut setup.tasks {
-            t.group = 0;
-        }
-        setup.groups.clear();
     }
 }

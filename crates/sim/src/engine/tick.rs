@@ -46,9 +46,7 @@ impl Sim {
             rq.need_resched = Resched::Full;
         }
         let mut f = self.fair(cpu);
-        f.update_curr();
-        f.pelt_tick();
-        f.tick_groups();
+        f.task_tick();
         let req = f.resched;
         let curr = self.rqs[cpu as usize].curr;
         if let Some(p) = curr {
@@ -158,7 +156,7 @@ impl Sim {
         self.rqs[cpu as usize].hrtick_at = None;
         if self.rqs[cpu as usize].curr.is_some() {
             self.timer_irq_time(cpu);
-            self.fair(cpu).update_curr();
+            self.fair(cpu).update_curr_fair();
             self.resched_request(cpu, Resched::Full, Origin::Irq, Cause::Tick);
         }
         self.timer_interrupt(cpu);

@@ -83,9 +83,8 @@ impl Sim {
             return;
         }
         let (curr_state, wakee_state) = {
-            let now = self.now;
-            let f = Fair::new(&mut self.rqs[cpu as usize].cfs, &mut self.ents, &self.params, now);
-            (eevdf_state(&f, curr), eevdf_state(&f, wakee))
+            let mut f = self.fair_raw(cpu);
+            (eevdf_state(&mut f, curr), eevdf_state(&mut f, wakee))
         };
         #[allow(clippy::expect_used, reason = "the caller checked that tracing is on")]
         let sink = self.trace.as_mut().expect("checked");
@@ -102,16 +101,19 @@ impl Sim {
 }
 
 /// An entity's EEVDF state, read without side effects (V is computed, not moved to).
-fn eevdf_state(f: &Fair<'_>, t: TaskId) -> EevdfState {
-    let se = &f.ents[t.idx()];
-    EevdfState {
-        vruntime: se.vruntime,
-        deadline: se.deadline,
-        lag: f.avg_vruntime_peek().wrapping_sub(se.vruntime) as i64,
-        eligible: f.entity_eligible(t),
-        slice: se.slice,
-        vprot: se.vprot,
-        delayed: se.sched_delayed,
-        buddy: f.cfs.next == Some(t),
-    }
+/// On ≤7.2's levels the state on the task's own level.
+fn eevdf_state(f: &mut Fair<'_>, t: TaskId) -> EevdfState {
+    f.with_task_level(t, |f| {
+        let se = &f.ents[t.idx()];
+        EevdfState {
+            vruntime: se.vruntime,
+            deadline: se.deadline,
+            lag: f.avg_vruntime_peek().wrapping_sub(se.vruntime) as i64,
+            eligible: f.entity_eligible(t),
+            slice: se.slice,
+            vprot: se.vprot,
+            delayed: se.sched_delayed,
+            buddy: f.cfs.next == Some(t),
+        }
+    })
 }

@@ -3,17 +3,16 @@
 //!
 //! What is kept per group and CPU is the group runqueue's bookkeeping (`cfs_rq->load`,
 //! `h_nr_queued`, `h_nr_runnable`) and the weight of the group's entity on that CPU
-//! (`update_cfs_group()` with the version's `calc_group_shares`). The EEVDF runqueue stays the
+//! (`update_cfs_group()` with the version's `calc_group_shares`). On 7.3 the EEVDF runqueue stays the
 //! one per CPU: 7.3's flat runqueue holds only tasks, each with the effective weight
 //! `se->h_load.weight` of [`Groups::h_weight`] (`__calc_prop_weight`), which the engine
 //! refreshes at enqueue, at `set_next_task_fair` and at the tick (`reweight_eevdf`,
 //! [`super::Fair::reweight_h`]).
 //!
 //! Up to 7.2 the kernel runs EEVDF per level (group entities in their parent's tree,
-//! `find_matching_se` in wakeup preemption, group slices). The model gives those kernels the
-//! same flat effective weight, with 6.12/7.2's `calc_group_shares`: CPU is divided per group
-//! as there, but per-level lag, group-entity placement and the matching-entity preemption
-//! check are not modelled (ARCHITECTURE.md, Known gaps).
+//! `find_matching_se` in wakeup preemption, group slices): `fair/hier.rs` does that, with the
+//! bookkeeping here ([`Groups::update_level`], [`Groups::set_queued`], [`Groups::task_load`],
+//! [`Groups::count`]) and 6.12/7.2's `calc_group_shares`; tasks keep their own weights there.
 //!
 //! The group's load is its queued weight (`cfs_rq->load.weight`), which the kernel's
 //! `max(load.weight, avg.load_avg)` takes for a busy group; `tg->load_avg` is the sum over CPUs
@@ -87,8 +86,12 @@ pub struct GroupRq {
     pub h_nr_runnable: u32,
     /// The weight of the group's entity on this CPU (`update_cfs_group()`).
     pub se_weight: u64,
-    /// What this runqueue adds to its parent's `load_weight`: `se_weight` while it has tasks.
+    /// What this runqueue adds to its parent's `load_weight`: `se_weight` while its entity is
+    /// queued (flat: while the group has tasks; ≤7.2: `queued`).
     pub contrib: u64,
+    /// ≤7.2 hierarchy: the group's entity is on its parent's runqueue (`se->on_rq`, delayed
+    /// included): account_entity_enqueue()/_dequeue() add or remove its weight there.
+    pub queued: bool,
     /// `cfs_rq->tg_load_avg_contrib` and 7.3's `tg_tasks_contrib`.
     tg_load_contrib: u64,
     tg_tasks_contrib: u32,
@@ -101,6 +104,10 @@ pub struct Groups {
     pub(super) n: usize,
     ncpus: u32,
     mode: SharesMode,
+    /// ≤7.2: group entities live in their parents' EEVDF trees (`fair/hier.rs`); an empty
+    /// group's entity keeps its weight and is removed from its parent's load only when it is
+    /// dequeued, which may be delayed.
+    pub(super) hier: bool,
     /// `[cpu * n + g]`; slot `g = 0` keeps, in `load_weight`, the sum of the top-level group
     /// entities' weights on the root runqueue (`contrib` of the groups whose parent is 0).
     pub(super) rqs: Vec<GroupRq>,
@@ -118,6 +125,11 @@ pub struct Groups {
 impl Groups {
     /// Checks and builds the groups. Ids: 0 is the root, `i + 1` is `specs[i]`.
     pub fn new(specs: &[GroupSpec], ncpus: u32, mode: SharesMode) -> Result<Groups, String> {
+        Groups::with_hierarchy(specs, ncpus, mode, false)
+    }
+
+    /// As [`Groups::new`]; `hier` for ≤7.2's per-level runqueues (`fair/hier.rs`).
+    pub fn with_hierarchy(specs: &[GroupSpec], ncpus: u32, mode: SharesMode, hier: bool) -> Result<Groups, String> {
         for (i, g) in specs.iter().enumerate() {
             if g.parent as usize > i {
                 return Err(format!("task group `{}`: its parent {} comes after it", g.name, g.parent));
@@ -134,6 +146,7 @@ impl Groups {
             n,
             ncpus,
             mode,
+            hier,
             rqs: vec![GroupRq::default(); n * ncpus as usize],
             tg_load: vec![0; n],
             tg_tasks: vec![0; n],
@@ -148,6 +161,10 @@ impl Groups {
     }
     pub fn is_empty(&self) -> bool {
         self.n == 1
+    }
+    /// Whether the groups run as ≤7.2's hierarchy of runqueues.
+    pub fn is_hierarchy(&self) -> bool {
+        self.hier
     }
     pub fn spec(&self, g: u32) -> &GroupSpec {
         &self.specs[g as usize]
@@ -190,38 +207,104 @@ impl Groups {
     }
 
     /// `update_cfs_group()` at every level from `g` up (fair.c v7.3.4; the tick's
-    /// `entity_tick()` does it for the running task's levels): the group's contribution to
-    /// `tg->load_avg` and `tg->tasks` (`update_tg_load_avg()`), then its entity's weight and
-    /// the parent runqueue's load.
+    /// `entity_tick()` does it for the running task's levels): see [`Groups::update_level`].
     pub fn update_chain(&mut self, cpu: u32, g: u32) {
         let mut l = g;
         while l != 0 {
-            let parent = self.specs[l as usize].parent;
-            let i = cpu as usize * self.n + l as usize;
-            let load = scale_load_down(self.rqs[i].load_weight);
-            let tasks = self.rqs[i].h_nr_runnable;
-            self.tg_load[l as usize] = self.tg_load[l as usize] - self.rqs[i].tg_load_contrib + load;
-            self.tg_tasks[l as usize] = self.tg_tasks[l as usize] - self.rqs[i].tg_tasks_contrib + tasks;
-            self.rqs[i].tg_load_contrib = load;
-            self.rqs[i].tg_tasks_contrib = tasks;
-            let w = self.calc_group_shares(cpu, l);
-            let rq = &mut self.rqs[i];
-            rq.se_weight = w;
-            let old = rq.contrib;
-            rq.contrib = if rq.h_nr_queued > 0 { w } else { 0 };
-            let new = rq.contrib;
-            // update_cfs_group() keeps an empty group's entity weight (6.12.117 / 7.2.12 /
-            // 7.3.4: "When a group becomes empty, preserve its weight"), so its blocked
-            // load_avg decays rather than collapsing.
-            if rq.load_weight != 0 {
-                self.reweight_group_pelt(cpu, l, parent, scale_load_down(w));
-            }
-            // The root slot holds the top-level entities' weights (the root cfs_rq's share
-            // of `load.weight` that comes from groups).
-            let p = self.rq_mut(cpu, parent);
-            p.load_weight = p.load_weight - old + new;
-            l = parent;
+            self.update_level(cpu, l);
+            l = self.specs[l as usize].parent;
         }
+    }
+
+    /// `update_cfs_group()` of group `l`'s entity on `cpu` (fair.c 6.12.117 / 7.2.12 / 7.3.4):
+    /// the group's contribution to `tg->load_avg` and `tg->tasks` (`update_tg_load_avg()`),
+    /// then its entity's weight and the parent runqueue's load. Returns the entity's weight.
+    /// In ≤7.2's hierarchy an empty group keeps its entity's weight ("When a group becomes
+    /// empty, preserve its weight"), which its parent's EEVDF tree still holds while the
+    /// entity is queued (delayed); the caller reweights the EEVDF entity to the result.
+    pub fn update_level(&mut self, cpu: u32, l: u32) -> u64 {
+        let parent = self.specs[l as usize].parent;
+        let i = cpu as usize * self.n + l as usize;
+        self.update_tg_load(cpu, l);
+        if self.hier && self.rqs[i].load_weight == 0 {
+            return self.rqs[i].se_weight;
+        }
+        let w = self.calc_group_shares(cpu, l);
+        let rq = &mut self.rqs[i];
+        rq.se_weight = w;
+        let old = rq.contrib;
+        let queued = if self.hier { rq.queued } else { rq.h_nr_queued > 0 };
+        rq.contrib = if queued { w } else { 0 };
+        let new = rq.contrib;
+        // update_cfs_group() keeps an empty group's entity weight (6.12.117 / 7.2.12 /
+        // 7.3.4: "When a group becomes empty, preserve its weight"), so its blocked
+        // load_avg decays rather than collapsing.
+        if rq.load_weight != 0 {
+            self.reweight_group_pelt(cpu, l, parent, scale_load_down(w));
+        }
+        // The root slot holds the top-level entities' weights (the root cfs_rq's share
+        // of `load.weight` that comes from groups).
+        let p = self.rq_mut(cpu, parent);
+        p.load_weight = p.load_weight - old + new;
+        w
+    }
+
+    /// `update_tg_load_avg()` (fair.c 6.12.117 / 7.2.12 / 7.3.4) of group `l` on `cpu`: its
+    /// runqueue's contribution to `tg->load_avg` (its queued load, see the module doc) and to
+    /// 7.3's `tg->tasks`.
+    pub fn update_tg_load(&mut self, cpu: u32, l: u32) {
+        let i = cpu as usize * self.n + l as usize;
+        let load = scale_load_down(self.rqs[i].load_weight);
+        let tasks = self.rqs[i].h_nr_runnable;
+        self.tg_load[l as usize] = self.tg_load[l as usize] - self.rqs[i].tg_load_contrib + load;
+        self.tg_tasks[l as usize] = self.tg_tasks[l as usize] - self.rqs[i].tg_tasks_contrib + tasks;
+        self.rqs[i].tg_load_contrib = load;
+        self.rqs[i].tg_tasks_contrib = tasks;
+    }
+
+    /// ≤7.2: group `g`'s entity joined or left its parent's runqueue on `cpu`
+    /// (`account_entity_enqueue()` / `account_entity_dequeue()`, fair.c 6.12.117 / 7.2.12):
+    /// its weight joins or leaves the parent's `load.weight`.
+    pub fn set_queued(&mut self, cpu: u32, g: u32, queued: bool) {
+        let parent = self.specs[g as usize].parent;
+        let rq = self.rq_mut(cpu, g);
+        rq.queued = queued;
+        let old = rq.contrib;
+        rq.contrib = if queued { rq.se_weight } else { 0 };
+        let new = rq.contrib;
+        let p = self.rq_mut(cpu, parent);
+        p.load_weight = p.load_weight - old + new;
+    }
+
+    /// ≤7.2: a task of weight `w` joined (`dq = 1`) or left (`-1`) group `g`'s runqueue on
+    /// `cpu` (`account_entity_enqueue()` / `_dequeue()` of the task's own level).
+    pub fn task_load(&mut self, cpu: u32, g: u32, w: u64, dq: i32) {
+        let rq = self.rq_mut(cpu, g);
+        if dq > 0 {
+            rq.load_weight += w;
+            self.task_w[cpu as usize] += w;
+        } else if dq < 0 {
+            rq.load_weight -= w;
+            self.task_w[cpu as usize] -= w;
+        }
+    }
+
+    /// ≤7.2: the `h_nr_queued` (`dq`) and `h_nr_runnable` (`dr`) changes of one task at every
+    /// level of group `g` on `cpu` (the `for_each_sched_entity` loops of
+    /// `enqueue_task_fair()`/`dequeue_entities()`, `set_delayed()`/`clear_delayed()`).
+    pub fn count(&mut self, cpu: u32, g: u32, dq: i32, dr: i32) {
+        let mut l = g;
+        while l != 0 {
+            let rq = self.rq_mut(cpu, l);
+            rq.h_nr_queued = rq.h_nr_queued.wrapping_add_signed(dq);
+            rq.h_nr_runnable = rq.h_nr_runnable.wrapping_add_signed(dr);
+            l = self.specs[l as usize].parent;
+        }
+    }
+
+    /// The parent of group `g` (0 for a top-level group and for the root itself).
+    pub fn parent(&self, g: u32) -> u32 {
+        self.specs[g as usize].parent
     }
 
     /// `calc_group_shares()` (fair.c 6.12.117/7.2.12) or `calc_concur_shares()` (7.3.4) for

@@ -9,10 +9,15 @@
 //! A [`Fair`] is a short-lived view that borrows one CPU's [`CfsRq`], the entities of all tasks
 //! and the parameters; the engine builds one per operation. Reschedule requests are returned in
 //! [`Fair::resched`] for the engine to act on according to the preemption model.
+//!
+//! With ≤7.2's task-group levels (`hier.rs`) the same functions run on each level's runqueue:
+//! an entity id is a task's or a group entity's, and [`Fair::cfs`] holds the level an
+//! operation is on.
 
 pub mod entity;
 pub mod group;
 pub mod group_pelt;
+pub mod hier;
 pub mod tree;
 pub mod weight;
 
@@ -102,8 +107,13 @@ pub struct CfsRq {
     pub sum_weight: u64,
     /// `zero_vruntime` (v0), the origin of keys.
     pub zero_vruntime: u64,
-    /// Queued tasks including curr and delayed ones (== `rq.nr_running` with only fair tasks).
+    /// Queued tasks including curr and delayed ones (== `rq.nr_running` with only fair tasks),
+    /// of this level and every level below it.
     pub h_nr_queued: u32,
+    /// Queued entities of this runqueue itself (`cfs_rq->nr_queued`, 6.12 `nr_running`):
+    /// the same as `h_nr_queued` on a flat runqueue; with ≤7.2's group levels
+    /// (`fair/hier.rs`) a group's entity counts once here, whatever it holds.
+    pub nr_queued: u32,
     /// Queued tasks that are not delayed.
     pub h_nr_runnable: u32,
     pub h_nr_idle: u32,
@@ -128,6 +138,7 @@ impl Default for CfsRq {
             // init_cfs_rq(): deliberately near the wrap point.
             zero_vruntime: (-(1i64 << 20)) as u64,
             h_nr_queued: 0,
+            nr_queued: 0,
             h_nr_runnable: 0,
             h_nr_idle: 0,
             load_weight: 0,
@@ -218,20 +229,36 @@ pub struct Fair<'a> {
     pub resched: Resched,
     /// The task groups and this CPU's id, when the run has groups besides the root.
     pub groups: Option<(&'a mut group::Groups, u32)>,
+    /// ≤7.2's group levels on this CPU (`fair/hier.rs`), by group id (slot 0 unused): each
+    /// group's runqueue and its entity in the parent's. Empty without the hierarchy.
+    pub gcfs: &'a mut [CfsRq],
+    pub gents: &'a mut [SchedEntity],
+    /// The level whose runqueue `cfs` holds during a hierarchical operation (0: the root);
+    /// see [`Fair::goto_level`]. Always 0 between operations.
+    lvl: u32,
 }
 
 impl<'a> Fair<'a> {
     pub fn new(cfs: &'a mut CfsRq, ents: &'a mut [SchedEntity], p: &'a FairParams, now: u64) -> Self {
-        Fair { cfs, ents, p, now, resched: Resched::None, groups: None }
+        Fair { cfs, ents, p, now, resched: Resched::None, groups: None, gcfs: &mut [], gents: &mut [], lvl: 0 }
     }
 
+    /// A task's entity, or a group's (`hier::GROUP_SE` ids, ≤7.2's hierarchy).
     #[inline]
     fn se(&self, t: TaskId) -> &SchedEntity {
-        &self.ents[t.idx()]
+        if t.0 & hier::GROUP_SE != 0 { &self.gents[(t.0 & !hier::GROUP_SE) as usize] } else { &self.ents[t.idx()] }
+    }
+    /// The entity of a task or of a group (for the invariant checker).
+    pub fn entity_of(&self, t: TaskId) -> &SchedEntity {
+        self.se(t)
     }
     #[inline]
     fn se_mut(&mut self, t: TaskId) -> &mut SchedEntity {
-        &mut self.ents[t.idx()]
+        if t.0 & hier::GROUP_SE != 0 {
+            &mut self.gents[(t.0 & !hier::GROUP_SE) as usize]
+        } else {
+            &mut self.ents[t.idx()]
+        }
     }
     #[inline]
     fn delta_fair(&self, delta: u64, t: TaskId) -> u64 {
@@ -275,7 +302,8 @@ impl<'a> Fair<'a> {
     fn group_h_weight(&self, t: TaskId) -> Option<u64> {
         let se = self.se(t);
         let (groups, cpu) = self.groups.as_ref()?;
-        (se.group != 0).then(|| groups.h_weight(*cpu, se.group, se.load_weight))
+        // ≤7.2's levels weigh every entity with its own weight inside its group.
+        (se.group != 0 && !groups.hier).then(|| groups.h_weight(*cpu, se.group, se.load_weight))
     }
 
     /// Refreshes the flat effective weight of a group task (7.3 `reweight_eevdf()` at enqueue,
@@ -289,6 +317,9 @@ impl<'a> Fair<'a> {
     /// `task_tick_fair()`'s group part (fair.c v7.3.4): `update_cfs_group()` for the running
     /// task's levels (`entity_tick()`), then its effective weight.
     pub fn tick_groups(&mut self) {
+        if self.hier() {
+            return;
+        }
         let Some(c) = self.cfs.curr.filter(|&c| self.se(c).on_rq && self.se(c).group != 0) else { return };
         let g = self.se(c).group;
         if let Some((groups, cpu)) = self.groups.as_mut() {
@@ -310,9 +341,10 @@ impl<'a> Fair<'a> {
 
     /// `update_load_avg(cfs_rq, se, flags)` (fair.c v7.3.4) for task `t` with its state so far.
     fn pelt_update(&mut self, t: TaskId, on_rq: bool, runnable: bool, flags: u32) {
+        debug_assert_eq!(self.lvl, 0, "PELT runs on the root runqueue");
         let rq = self.pelt_rq();
         let view = self.groups.is_some().then(|| self.root_view());
-        let running = self.cfs.curr == Some(t);
+        let running = if self.hier() { self.curr_task() == Some(t) } else { self.cfs.curr == Some(t) };
         let se = &mut self.ents[t.idx()];
         let unattached = se.pelt.avg.last_update_time == 0;
         let state = SeState { weight_down: scale_load_down(se.load_weight), on_rq, runnable, running };
@@ -330,13 +362,18 @@ impl<'a> Fair<'a> {
         group_pelt::RootView {
             load_weight: self.cfs.load_weight,
             h_nr_runnable: self.cfs.h_nr_runnable,
-            curr_group: self.cfs.curr.map(|c| self.se(c).group),
+            curr_group: if self.hier() {
+                self.curr_task().map(|c| self.se(c).group)
+            } else {
+                self.cfs.curr.map(|c| self.se(c).group)
+            },
         }
     }
 
     /// `entity_tick()`'s PELT update of the running task (fair.c v7.3.4).
     pub fn pelt_tick(&mut self) {
-        if let Some(c) = self.cfs.curr
+        let curr = if self.hier() { self.curr_task() } else { self.cfs.curr };
+        if let Some(c) = curr
             && self.se(c).on_rq
         {
             let runnable = !self.se(c).sched_delayed;
@@ -579,7 +616,7 @@ impl<'a> Fair<'a> {
     /// `pick_eevdf()` (fair.c v7.3.4): the earliest eligible virtual deadline.
     pub fn pick_eevdf(&self, protect: bool) -> Option<TaskId> {
         let left = self.cfs.timeline.leftmost().map(|k| TaskId(k.id));
-        if self.cfs.h_nr_queued == 1 {
+        if self.cfs.nr_queued == 1 {
             return self.curr_on_rq().or(left);
         }
         let buddy_in_pick = self.p.behavior.wakeup_preempt != WakeupPreemptVariant::V6_18;
@@ -614,7 +651,7 @@ impl<'a> Fair<'a> {
     /// good and the pick retried. ≤6.18 checks the buddy here rather than in `pick_eevdf`.
     pub fn pick_next_entity(&mut self, protect: bool) -> Option<TaskId> {
         loop {
-            if self.cfs.h_nr_queued == 0 {
+            if self.cfs.nr_queued == 0 {
                 return None;
             }
             let mut se = None;
@@ -623,7 +660,15 @@ impl<'a> Fair<'a> {
             }
             let se = se.or_else(|| self.pick_eevdf(protect))?;
             if self.se(se).sched_delayed {
-                self.dequeue_task_fair(se, deq::SLEEP | deq::DELAYED);
+                if self.hier() {
+                    // A delayed task or group entity leaves for good, possibly taking emptied
+                    // levels above with it; the pick goes on at this level.
+                    let lvl = self.lvl;
+                    self.dequeue_entities_hier(se, deq::SLEEP | deq::DELAYED);
+                    self.goto_level(lvl);
+                } else {
+                    self.dequeue_task_fair(se, deq::SLEEP | deq::DELAYED);
+                }
                 continue;
             }
             return Some(se);
@@ -659,15 +704,15 @@ impl<'a> Fair<'a> {
         }
         se.exec_start = now;
         se.sum_exec_runtime += delta as u64;
-        self.cfs.mm_runtime = match self.cfs.mm_runtime {
-            Some((t, at, d)) if t == c && at == now => Some((t, at, d + delta as u64)),
-            _ => Some((c, now, delta as u64)),
-        };
+        // account_mm_sched() charges tasks, not group entities (≤7.2's levels).
+        if c.0 & hier::GROUP_SE == 0 {
+            self.cfs.mm_runtime = hier::merge_mm_runtime(self.cfs.mm_runtime, (c, now, delta as u64));
+        }
         let vdelta = self.delta_fair(delta as u64, c);
         let se = self.se_mut(c);
         se.vruntime = se.vruntime.wrapping_add(vdelta);
         let resched = self.update_deadline(c);
-        if self.cfs.h_nr_queued == 1 {
+        if self.cfs.nr_queued == 1 {
             return;
         }
         let preempt = match self.p.behavior.protect {
@@ -703,7 +748,7 @@ impl<'a> Fair<'a> {
     /// `place_entity()` (fair.c v7.3.4).
     pub fn place_entity(&mut self, t: TaskId, flags: u32) {
         let vruntime = self.avg_vruntime();
-        let mut nr_queued = self.cfs.h_nr_queued;
+        let mut nr_queued = self.cfs.nr_queued;
         if !self.se(t).custom_slice {
             self.se_mut(t).slice = self.p.base_slice;
         }
@@ -739,7 +784,7 @@ impl<'a> Fair<'a> {
             self.move_v0(-lag);
         }
         let (rel, initial) = (self.p.feat(Feature::PLACE_REL_DEADLINE), self.p.feat(Feature::PLACE_DEADLINE_INITIAL));
-        let se = &mut self.ents[t.idx()];
+        let se = self.se_mut(t);
         if rel && se.rel_deadline {
             se.deadline = se.deadline.wrapping_add(se.vruntime);
             se.rel_deadline = false;
@@ -756,6 +801,9 @@ impl<'a> Fair<'a> {
     /// precedes `enqueue_entity`); 7.2.12 charges curr first inside `requeue_delayed_entity`,
     /// 7.3.4 in `enqueue_task_fair` itself.
     pub fn enqueue_task_fair(&mut self, t: TaskId, flags: u32) {
+        if self.hier_task(t) {
+            return self.enqueue_task_hier(t, flags);
+        }
         if flags & enq::DELAYED == 0 || self.p.behavior.requeue_updates_curr {
             self.update_curr();
         }
@@ -792,6 +840,7 @@ impl<'a> Fair<'a> {
         let delayed = se.sched_delayed;
         self.cfs.load_weight += self.se(t).load_weight;
         self.cfs.h_nr_queued += 1;
+        self.cfs.nr_queued += 1;
         self.cfs.h_nr_idle += u32::from(idle);
         // A non-wakeup enqueue of a delayed entity (migration) keeps it non-runnable.
         if flags & enq::WAKEUP != 0 || !delayed {
@@ -806,6 +855,9 @@ impl<'a> Fair<'a> {
     /// `dequeue_entities()`/`dequeue_entity()` for a root task (fair.c v7.3.4, spec §3.10).
     /// Returns false when DELAY_DEQUEUE keeps the sleeping task queued.
     pub fn dequeue_task_fair(&mut self, t: TaskId, flags: u32) -> bool {
+        if self.hier_task(t) {
+            return self.dequeue_entities_hier(t, flags);
+        }
         let before = (true, !self.se(t).sched_delayed);
         let gone = self.dequeue_task_fair_inner(t, flags);
         let se = self.se(t);
@@ -844,6 +896,7 @@ impl<'a> Fair<'a> {
         let se = *self.se(t);
         self.cfs.load_weight -= se.load_weight;
         self.cfs.h_nr_queued -= 1;
+        self.cfs.nr_queued -= 1;
         self.cfs.h_nr_idle -= u32::from(se.policy == Policy::Idle);
         // The kernel subtracts here for SLEEP/DELAYED/non-delayed dequeues and adds one back
         // below when a delayed task leaves for good (clear_delayed); the net effect is taken
@@ -869,6 +922,14 @@ impl<'a> Fair<'a> {
 
     /// `requeue_delayed_entity()` (fair.c v7.3.4): the wakeup of a still-queued delayed task.
     fn requeue_delayed_entity(&mut self, t: TaskId) {
+        self.requeue_delayed_core(t);
+        self.cfs.h_nr_runnable += 1;
+    }
+
+    /// `requeue_delayed_entity()` on the current runqueue, without `clear_delayed()`'s counts
+    /// (fair.c 6.12.117 l.6984 / 7.2.12 l.7995 / 7.3.4): the caller counts the task runnable
+    /// again at every level (none for a group entity).
+    pub(super) fn requeue_delayed_core(&mut self, t: TaskId) {
         debug_assert!(self.se(t).sched_delayed && self.se(t).on_rq);
         let replace = if self.p.behavior.lag_clamp == LagClamp::MaxSlicePlusTick {
             self.update_entity_lag(t)
@@ -886,7 +947,7 @@ impl<'a> Fair<'a> {
         };
         if replace {
             let is_curr = self.cfs.curr == Some(t);
-            self.cfs.h_nr_queued -= 1;
+            self.cfs.nr_queued -= 1;
             if !is_curr {
                 self.dequeue_tree(t);
             }
@@ -894,16 +955,18 @@ impl<'a> Fair<'a> {
             if !is_curr {
                 self.enqueue_tree(t);
             }
-            self.cfs.h_nr_queued += 1;
+            self.cfs.nr_queued += 1;
         }
         self.se_mut(t).sched_delayed = false;
-        self.cfs.h_nr_runnable += 1;
     }
 
     // ---- buddies ------------------------------------------------------------------------------
 
     /// `set_next_buddy()` (fair.c v7.3.4).
     pub fn set_next_buddy(&mut self, t: TaskId) {
+        if self.hier() {
+            return self.set_next_buddy_hier(t);
+        }
         let se = self.se(t);
         if !se.on_rq || se.sched_delayed || se.policy == Policy::Idle {
             return;
@@ -914,6 +977,9 @@ impl<'a> Fair<'a> {
     pub fn clear_buddies(&mut self, t: TaskId) {
         if self.cfs.next == Some(t) {
             self.cfs.next = None;
+            if self.hier() {
+                self.clear_buddies_up(t);
+            }
         }
     }
     /// `set_preempt_buddy()` (fair.c v7.3.4): keep an existing buddy with an earlier deadline.
@@ -939,7 +1005,14 @@ impl<'a> Fair<'a> {
     // ---- context switch (§3.11) --------------------------------------------------------------
 
     /// `put_prev_task_fair()` (fair.c v7.3.4): curr goes back into the tree if still queued.
-    pub fn put_prev_task_fair(&mut self, t: TaskId) {
+    ///
+    /// `next` is the task picked to run next, if a fair one: ≤7.2's hierarchy then leaves the
+    /// levels the two share alone (`put_prev_task_fair()` 7.2.12 / `pick_next_task_fair()`
+    /// 6.12.117).
+    pub fn put_prev_task_fair(&mut self, t: TaskId, next: Option<TaskId>) {
+        if self.hier_task(t) {
+            return self.put_prev_task_hier(t, next);
+        }
         debug_assert_eq!(self.cfs.curr, Some(t));
         if self.se(t).on_rq {
             self.update_curr();
@@ -955,6 +1028,9 @@ impl<'a> Fair<'a> {
     /// `set_next_task_fair()` (fair.c v7.3.4). `first` is false for the save/restore bracket,
     /// which resets the runtime snapshot but keeps `vprot` and arms no hrtick.
     pub fn set_next_task_fair(&mut self, t: TaskId, first: bool) {
+        if self.hier_task(t) {
+            return self.set_next_task_hier(t, first);
+        }
         self.clear_buddies(t);
         if self.se(t).on_rq {
             self.dequeue_tree(t);
@@ -985,7 +1061,7 @@ impl<'a> Fair<'a> {
         let se = self.se(t);
         let vdelta = se.deadline.wrapping_sub(se.vruntime);
         if (vdelta as i64) < 0 {
-            if self.cfs.curr == Some(t) {
+            if self.curr_task() == Some(t) {
                 self.resched_curr();
             }
             return None;
@@ -1009,16 +1085,33 @@ impl<'a> Fair<'a> {
         need_resched_full: bool,
         in_task: bool,
     ) -> WakeupVerdict {
+        if self.hier() {
+            return self.wakeup_preempt_hier(pse, wake_flags, need_resched_full, in_task);
+        }
         let Some(se) = self.cfs.curr else {
             return self.verdict(true, WakeupReason::IdleCurr);
         };
         if se == pse {
             return self.verdict(false, WakeupReason::SameEntity);
         }
+        self.wakeup_preempt_variant(se, pse, pse, wake_flags, need_resched_full, in_task)
+    }
+
+    /// The version's wakeup-preemption check between `se` and `pse`, entities of the current
+    /// runqueue (the tasks themselves, or ≤7.2's matching entities); `p` is the woken task.
+    fn wakeup_preempt_variant(
+        &mut self,
+        se: TaskId,
+        pse: TaskId,
+        p: TaskId,
+        wake_flags: u32,
+        need_resched_full: bool,
+        in_task: bool,
+    ) -> WakeupVerdict {
         match self.p.behavior.wakeup_preempt {
             WakeupPreemptVariant::V7_3 => self.wakeup_preempt_v7_3(se, pse, wake_flags, need_resched_full, in_task),
-            WakeupPreemptVariant::V7_2 => self.wakeup_preempt_v7_2(se, pse, wake_flags, need_resched_full, in_task),
-            WakeupPreemptVariant::V6_18 => self.wakeup_preempt_v6_18(se, pse, wake_flags, need_resched_full),
+            WakeupPreemptVariant::V7_2 => self.wakeup_preempt_v7_2(se, pse, p, wake_flags, need_resched_full, in_task),
+            WakeupPreemptVariant::V6_18 => self.wakeup_preempt_v6_18(se, pse, p, wake_flags, need_resched_full),
         }
     }
 
@@ -1077,7 +1170,7 @@ impl<'a> Fair<'a> {
                 _ => {}
             }
         }
-        if self.cfs.h_nr_queued > 0 && self.pick_next_entity(action != Action::Short) == Some(pse) {
+        if self.cfs.nr_queued > 0 && self.pick_next_entity(action != Action::Short) == Some(pse) {
             return self.preempt_v7_3(se, pse, action, WakeupReason::PickedWakee);
         }
         if action == Action::Short && self.entity_eligible(pse) {
@@ -1103,10 +1196,12 @@ impl<'a> Fair<'a> {
     }
 
     /// 6.19 – 7.2 (spec §3.13.4).
+    #[allow(clippy::too_many_arguments, reason = "the kernel function's inputs")]
     fn wakeup_preempt_v7_2(
         &mut self,
         se: TaskId,
         pse: TaskId,
+        p: TaskId,
         wake_flags: u32,
         need_resched_full: bool,
         in_task: bool,
@@ -1117,15 +1212,15 @@ impl<'a> Fair<'a> {
         if !self.p.feat(Feature::WAKEUP_PREEMPTION) {
             return self.verdict(false, WakeupReason::NoWakeupPreemption);
         }
-        let cse_idle = self.se(se).policy == Policy::Idle;
-        let pse_idle = self.se(pse).policy == Policy::Idle;
+        let cse_idle = self.se_is_idle(se);
+        let pse_idle = self.se_is_idle(pse);
         if cse_idle && !pse_idle {
             return self.preempt_v7_2(se, Action::Short, WakeupReason::IdleCurr);
         }
         if cse_idle != pse_idle {
             return self.verdict(false, WakeupReason::IdleMismatch);
         }
-        if self.se(pse).policy != Policy::Normal {
+        if self.se(p).policy != Policy::Normal {
             return self.verdict(false, WakeupReason::NotNormalPolicy);
         }
         self.update_curr();
@@ -1151,7 +1246,7 @@ impl<'a> Fair<'a> {
                 _ => {}
             }
         }
-        if self.cfs.h_nr_queued > 0 && self.pick_next_entity(action != Action::Short) == Some(pse) {
+        if self.cfs.nr_queued > 0 && self.pick_next_entity(action != Action::Short) == Some(pse) {
             return self.preempt_v7_2(se, action, WakeupReason::PickedWakee);
         }
         if self.p.feat(Feature::RUN_TO_PARITY) {
@@ -1174,10 +1269,13 @@ impl<'a> Fair<'a> {
         &mut self,
         se: TaskId,
         pse: TaskId,
+        p: TaskId,
         wake_flags: u32,
         need_resched_full: bool,
     ) -> WakeupVerdict {
-        if self.p.feat(Feature::NEXT_BUDDY) && wake_flags & wf::FORK == 0 && !self.se(pse).sched_delayed {
+        // 6.12.117 l.8885: the buddy is the woken task's entity, set at every level, before
+        // find_matching_se() (`hier.rs` has done that walk; `p` is then not `pse`).
+        if self.p.feat(Feature::NEXT_BUDDY) && wake_flags & wf::FORK == 0 && !self.se(p).sched_delayed && p == pse {
             self.set_next_buddy(pse);
         }
         if need_resched_full {
@@ -1186,8 +1284,8 @@ impl<'a> Fair<'a> {
         if !self.p.feat(Feature::WAKEUP_PREEMPTION) {
             return self.verdict(false, WakeupReason::NoWakeupPreemption);
         }
-        let cse_idle = self.se(se).policy == Policy::Idle;
-        let pse_idle = self.se(pse).policy == Policy::Idle;
+        let cse_idle = self.se_is_idle(se);
+        let pse_idle = self.se_is_idle(pse);
         if cse_idle && !pse_idle {
             self.cancel_protect_slice(se);
             self.resched_curr_lazy();
@@ -1196,7 +1294,7 @@ impl<'a> Fair<'a> {
         if cse_idle != pse_idle {
             return self.verdict(false, WakeupReason::IdleMismatch);
         }
-        if self.se(pse).policy != Policy::Normal {
+        if self.se(p).policy != Policy::Normal {
             return self.verdict(false, WakeupReason::NotNormalPolicy);
         }
         self.update_curr();
@@ -1249,6 +1347,19 @@ impl<'a> Fair<'a> {
         if self.cfs.h_nr_queued == 1 {
             return;
         }
+        if self.hier_task(t) {
+            // task_cfs_rq(curr): the task's own level.
+            let g = self.se(t).group;
+            self.goto_level(g);
+            self.yield_entity(t);
+            self.goto_level(0);
+            return;
+        }
+        self.yield_entity(t);
+    }
+
+    /// The body of `yield_task_fair()` on the task's runqueue.
+    fn yield_entity(&mut self, t: TaskId) {
         self.clear_buddies(t);
         self.update_curr();
         if !self.p.behavior.yield_forfeits_vruntime {
@@ -1326,7 +1437,7 @@ impl<'a> Fair<'a> {
         se.deadline = se.deadline.wrapping_sub(se.vruntime);
         se.rel_deadline = true;
         let in_tree = se.in_tree;
-        self.cfs.h_nr_queued -= 1;
+        self.cfs.nr_queued -= 1;
         if in_tree {
             self.dequeue_tree(t);
         }
@@ -1338,7 +1449,7 @@ impl<'a> Fair<'a> {
         if in_tree {
             self.enqueue_tree(t);
         }
-        self.cfs.h_nr_queued += 1;
+        self.cfs.nr_queued += 1;
         if is_curr {
             let se = self.se_mut(t);
             se.vprot = se.vruntime.wrapping_add(prot);
@@ -1350,10 +1461,10 @@ impl<'a> Fair<'a> {
 
     /// `prio_changed_fair()` (fair.c v7.3.4) after a nice change of a queued task.
     pub fn prio_changed_fair(&mut self, t: TaskId, weight_lowered: bool, need_resched_full: bool) {
-        if !self.se(t).on_rq || self.cfs.h_nr_queued == 1 {
+        if !self.se(t).on_rq || self.cfs.nr_queued == 1 {
             return;
         }
-        if self.cfs.curr == Some(t) {
+        if self.curr_task() == Some(t) {
             if weight_lowered {
                 self.resched_curr();
             }

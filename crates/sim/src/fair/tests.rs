@@ -40,7 +40,7 @@ impl Rig {
     fn run(&mut self, t: TaskId) {
         let mut f = self.f();
         if let Some(c) = f.cfs.curr {
-            f.put_prev_task_fair(c);
+            f.put_prev_task_fair(c, None);
         }
         f.set_next_task_fair(t, true);
     }
@@ -305,7 +305,7 @@ fn picking_a_delayed_entity_drains_it() {
     assert!(!r.f().dequeue_task_fair(A, deq::SLEEP));
     {
         let mut f = r.f();
-        f.put_prev_task_fair(A);
+        f.put_prev_task_fair(A, None);
     }
     // B is picked (A is ineligible); then B runs far ahead so A becomes the EEVDF pick.
     assert_eq!(r.f().pick_next_entity(true), Some(B));
@@ -383,7 +383,7 @@ fn group_load_hierarchy_scales_task_h_load_by_the_session_share() {
         let mut f = Fair::new(&mut cfs, &mut ents, &params, now);
         f.groups = Some((&mut groups, 0));
         if let Some(c) = curr {
-            f.put_prev_task_fair(c);
+            f.put_prev_task_fair(c, None);
         }
         let next = TaskId(ms % 5);
         f.set_next_task_fair(next, true);
@@ -441,7 +441,7 @@ fn group_load_hierarchy_propagates_a_migration() {
         let mut f = Fair::new(&mut cfs0, &mut ents, &params, now);
         f.groups = Some((&mut groups, 0));
         if let Some(c) = curr {
-            f.put_prev_task_fair(c);
+            f.put_prev_task_fair(c, None);
         }
         let next = TaskId(ms % 2);
         f.set_next_task_fair(next, true);
@@ -458,7 +458,7 @@ fn group_load_hierarchy_propagates_a_migration() {
     // B is curr at the end of the loop's last turn (ms 499 is odd): put it back, move A.
     let mut f = Fair::new(&mut cfs0, &mut ents, &params, now);
     f.groups = Some((&mut groups, 0));
-    f.put_prev_task_fair(B);
+    f.put_prev_task_fair(B, None);
     f.set_next_task_fair(B, true);
     f.dequeue_task_fair(A, deq::SAVE | deq::MIGRATING);
     let w = scale_load_down(ents[0].load_weight);

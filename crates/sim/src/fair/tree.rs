@@ -219,6 +219,23 @@ impl Timeline {
         n.key()
     }
 
+    /// Changes the slice of a queued node in place and recomputes the aggregates above it
+    /// (`min_vruntime_cb_propagate(&se->run_node, NULL)` after a group entity's `se->slice`
+    /// changed, fair.c 6.12.117 / 7.2.12): the order does not depend on the slice.
+    pub fn set_slice(&mut self, idx: NodeIdx, slice: u64) {
+        assert!(self.node(idx).height != 0, "node {idx} is not in the timeline");
+        self.node_mut(idx).slice = slice;
+        let mut i = idx;
+        while i != NIL {
+            let before = self.node(i).summary();
+            self.update(i);
+            if self.node(i).summary() == before && i != idx {
+                return;
+            }
+            i = self.node(i).parent;
+        }
+    }
+
     pub fn leftmost(&self) -> Option<NodeKey> {
         (self.leftmost != NIL).then(|| self.node(self.leftmost).key())
     }

@@ -66,12 +66,12 @@ impl Sim {
         self.fill_cfs_tasks_order(cpu);
         for k in 0..self.lb.order.len() {
             let p = self.lb.order[k].1;
-            let running = prev == Some(p) && self.rqs[cpu as usize].cfs.curr == Some(p);
+            let running = prev == Some(p) && self.cfs_curr_task(cpu) == Some(p);
             if !self.can_migrate_task(p, &mut env) {
                 continue;
             }
             if running {
-                self.fair(cpu).put_prev_task_fair(p);
+                self.fair(cpu).put_prev_task_fair(p, None);
             }
             self.detach_task(p, cpu, target);
             self.lb.cpus[target as usize].sd[level].nr_balance_failed = 0;

@@ -204,12 +204,17 @@ impl Sim {
     pub(super) fn fill_cfs_tasks_order(&mut self, src: u32) {
         let mut order = std::mem::take(&mut self.lb.order);
         order.clear();
-        let cfs = &self.rqs[src as usize].cfs;
-        order.extend(cfs.curr.iter().map(|&t| (self.tasks[t.idx()].lb_seq, t)));
-        order.extend(cfs.timeline.iter().map(|k| {
-            let t = TaskId(k.id);
-            (self.tasks[t.idx()].lb_seq, t)
-        }));
+        if self.gents.is_empty() {
+            let cfs = &self.rqs[src as usize].cfs;
+            order.extend(cfs.curr.iter().map(|&t| (self.tasks[t.idx()].lb_seq, t)));
+            order.extend(cfs.timeline.iter().map(|k| {
+                let t = TaskId(k.id);
+                (self.tasks[t.idx()].lb_seq, t)
+            }));
+        } else {
+            // ≤7.2's levels: the CPU's queued tasks, in whatever order (sorted below).
+            order.extend(self.queued_tasks_hier(src).map(|t| (self.tasks[t.idx()].lb_seq, t)));
+        }
         order.sort_unstable();
         self.lb.order = order;
     }
@@ -316,9 +321,16 @@ impl Sim {
             && self.params.feat(Feature::PLACE_LAG)
             && self.rqs[env.dst_cpu as usize].cfs.h_nr_queued > 0
         {
-            let now = self.now;
-            let f = crate::fair::Fair::new(&mut self.rqs[src as usize].cfs, &mut self.ents, &self.params, now);
-            if !f.entity_eligible(p) {
+            // task_is_ineligible_on_dst_cpu(): on ≤7.2's levels the task's group runqueue of
+            // the destination, and the task's eligibility on its own level.
+            let dst_queued = match self.ents[p.idx()].group {
+                g if g != 0 && !self.gents.is_empty() => {
+                    let n = self.groups.as_ref().map_or(1, |gr| gr.len());
+                    self.gcfs[env.dst_cpu as usize * n + g as usize].nr_queued > 0
+                }
+                _ => true,
+            };
+            if dst_queued && !self.fair_raw(src).task_eligible(p) {
                 return false;
             }
         }
@@ -361,8 +373,7 @@ impl Sim {
             return false;
         }
         let dst_busy = self.rqs[env.dst_cpu as usize].cfs.h_nr_queued > 0;
-        if self.params.feat(Feature::CACHE_HOT_BUDDY) && dst_busy && self.rqs[env.src_cpu as usize].cfs.next == Some(p)
-        {
+        if self.params.feat(Feature::CACHE_HOT_BUDDY) && dst_busy && self.cfs_next_of(env.src_cpu, p) == Some(p) {
             return true;
         }
         let cost = self.cfg.sysctl.migration_cost_ns;

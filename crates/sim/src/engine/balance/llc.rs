@@ -435,9 +435,14 @@ impl Sim {
     }
 
     /// The queued tasks of `cpu` (curr first, then the tree), as the kernel's `cfs_tasks`.
-    fn queued_tasks(&self, cpu: u32) -> impl Iterator<Item = TaskId> + '_ {
+    fn queued_tasks(&self, cpu: u32) -> Box<dyn Iterator<Item = TaskId> + '_> {
+        if !self.gents.is_empty() {
+            // ≤7.2's levels: the root's tree holds group entities; the CPU's queued tasks
+            // are found among all tasks (the order does not matter to the callers).
+            return Box::new(self.queued_tasks_hier(cpu));
+        }
         let cfs = &self.rqs[cpu as usize].cfs;
-        cfs.curr.into_iter().chain(cfs.timeline.iter().map(|k| TaskId(k.id)))
+        Box::new(cfs.curr.into_iter().chain(cfs.timeline.iter().map(|k| TaskId(k.id))))
     }
 
     /// `rq->sd->llc_counts[llc]`: tasks queued on `cpu` that prefer `llc` (0 for a CPU without
