@@ -188,14 +188,7 @@ impl Groups {
         if g == 0 || (dq == 0 && dr == 0) {
             return;
         }
-        let rq = self.rq_mut(cpu, g);
-        if dq > 0 {
-            rq.load_weight += w;
-            self.task_w[cpu as usize] += w;
-        } else if dq < 0 {
-            rq.load_weight -= w;
-            self.task_w[cpu as usize] -= w;
-        }
+        self.task_load(cpu, g, w, dq);
         let mut l = g;
         while l != 0 {
             let rq = self.rq_mut(cpu, l);
