@@ -113,6 +113,7 @@ fn case_defs() -> Vec<CaseDef> {
         hogs("smp:1 16 tasks".into(), None, 1, 16, None),
         hogs("smp:1 1000 tasks".into(), None, 1, 1000, None),
         row("spr-2s-192 hackbench", "spr-2s-192", "hackbench -g 8 -l 100", false),
+        row("spr-2s-192 hackbench --check", "spr-2s-192", "hackbench -g 8 -l 100", true),
         row("spr-2s-192 hackbench g40", "spr-2s-192", "hackbench -g 40 -l 100", false),
         row("spr-2s-192 hb g2 plain", "spr-2s-192", "hackbench -g 2 -l 50", false),
         row("spr-2s-192 hb g2 --check", "spr-2s-192", "hackbench -g 2 -l 50", true),

@@ -103,9 +103,51 @@ impl CpuFacts {
 
 /// Where CPU selection reads the runqueues: a captured snapshot (tests), or the engine's live
 /// runqueues read on demand, since a wakeup looks at a few CPUs, not all of them.
+///
+/// Besides the whole [`CpuFacts`], narrower reads for what a scan tests on every CPU it
+/// passes (idle or not, queued counts, capacity, load): the live source answers them from the
+/// runqueue's counters alone, without the load-tracking figures (and, with task groups, the
+/// load hierarchy's cache lines) that `facts` computes. Each must equal the same fields of
+/// `facts`.
 pub trait CpuSource {
     fn facts(&self, cpu: u32) -> CpuFacts;
     fn nr_cpus(&self) -> usize;
+    fn occupancy(&self, cpu: u32) -> Occupancy {
+        Occupancy::of(&self.facts(cpu))
+    }
+    fn capacity(&self, cpu: u32) -> u64 {
+        self.facts(cpu).capacity
+    }
+    fn cpu_load(&self, cpu: u32) -> u64 {
+        self.facts(cpu).cpu_load
+    }
+    /// (`idle_exit_latency_ns`, `idle_stamp`).
+    fn idle_exit(&self, cpu: u32) -> (u64, u64) {
+        let f = self.facts(cpu);
+        (f.idle_exit_latency_ns, f.idle_stamp)
+    }
+}
+
+/// The [`CpuFacts`] fields that say what a CPU runs: the idle tests and queued counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Occupancy {
+    pub idle: bool,
+    pub nr_running: u32,
+    pub nr_delayed: u32,
+    pub nr_idle_policy: u32,
+    pub ttwu_pending: bool,
+}
+
+impl Occupancy {
+    pub fn of(f: &CpuFacts) -> Occupancy {
+        Occupancy {
+            idle: f.idle,
+            nr_running: f.nr_running,
+            nr_delayed: f.nr_delayed,
+            nr_idle_policy: f.nr_idle_policy,
+            ttwu_pending: f.ttwu_pending,
+        }
+    }
 }
 
 impl CpuSource for Vec<CpuFacts> {
@@ -490,17 +532,22 @@ impl<'a> SelectCtx<'a> {
         self.cpus.facts(cpu)
     }
 
+    /// The idle tests and queued counts of `cpu_rq(cpu)`, without its load tracking.
+    fn occ(&self, cpu: u32) -> Occupancy {
+        self.cpus.occupancy(cpu)
+    }
+
     /// `available_idle_cpu()` / `idle_cpu()` (core.c v7.3.4): the idle task runs, nothing
     /// is queued, no wakeup is pending (and the vCPU is not preempted: always true here).
     fn available_idle_cpu(&self, cpu: u32) -> bool {
-        let rq = self.rq(cpu);
+        let rq = self.occ(cpu);
         rq.idle && rq.nr_running == 0 && !rq.ttwu_pending
     }
 
     /// `sched_idle_rq()` + `choose_sched_idle_rq()` (fair.c v7.3.4): only SCHED_IDLE
     /// tasks are queued, and p is not SCHED_IDLE itself.
     fn choose_sched_idle_rq(&self, cpu: u32, p_idle_policy: bool) -> bool {
-        let rq = self.rq(cpu);
+        let rq = self.occ(cpu);
         rq.nr_running == rq.nr_idle_policy && rq.nr_running > 0 && !p_idle_policy
     }
 
@@ -511,7 +558,7 @@ impl<'a> SelectCtx<'a> {
 
     /// `capacity_of()` (fair.c v7.3.4).
     fn capacity_of(&self, cpu: u32) -> u64 {
-        self.rq(cpu).capacity
+        self.cpus.capacity(cpu)
     }
 
     /// `cpus_share_cache()` (core.c v7.3.4): equal `sd_llc_id`.
@@ -607,7 +654,7 @@ impl<'a> SelectCtx<'a> {
             });
         }
         if sync {
-            let rq = self.rq(this_cpu);
+            let rq = self.occ(this_cpu);
             let delayed = if self.behavior.wa_idle_ignore_delayed { rq.nr_delayed } else { 0 };
             if rq.nr_running.wrapping_sub(delayed) == 1 {
                 return Some((this_cpu, AffineRule::SyncAlone));
@@ -624,7 +671,7 @@ impl<'a> SelectCtx<'a> {
     /// WA_BIAS margin of half the domain's imbalance percentage for prev.
     fn wake_affine_weight(&self, sd: &SchedDomain, w: &Waking, sync: bool) -> bool {
         let (this_cpu, prev_cpu) = (w.this_cpu, w.prev_cpu);
-        let mut this_eff_load = self.rq(this_cpu).cpu_load as i64;
+        let mut this_eff_load = self.cpus.cpu_load(this_cpu) as i64;
         if sync {
             let current_load = w.waker_h_load;
             // An unsigned comparison in the kernel; this_eff_load is not negative here.
@@ -640,7 +687,7 @@ impl<'a> SelectCtx<'a> {
         }
         this_eff_load = this_eff_load.wrapping_mul(self.capacity_of(prev_cpu) as i64);
 
-        let mut prev_eff_load = (self.rq(prev_cpu).cpu_load as i64).wrapping_sub(task_load);
+        let mut prev_eff_load = (self.cpus.cpu_load(prev_cpu) as i64).wrapping_sub(task_load);
         if self.features.has(Feature::WA_BIAS) {
             let bias = 100 + (i64::from(sd.imbalance_pct) - 100) / 2;
             prev_eff_load = prev_eff_load.wrapping_mul(bias);
@@ -660,7 +707,7 @@ impl<'a> SelectCtx<'a> {
     fn reciprocal_pair(&self, tasks: &[Task], w: &Waking) -> bool {
         let Some(waker) = w.waker else { return false };
         let cpu = w.this_cpu;
-        let rq = self.rq(cpu);
+        let rq = self.occ(cpu);
         tasks[waker.idx()].last_wakee == Some(w.p)
             && tasks[w.p.idx()].last_wakee == Some(waker)
             && rq.nr_running.wrapping_sub(rq.nr_delayed) == 1
@@ -698,7 +745,7 @@ impl<'a> SelectCtx<'a> {
         // A per-CPU kthread waker (e.g. an IO completion) stacks the wakee on its CPU.
         if w.waker_percpu_kthread
             && prev == w.this_cpu
-            && self.rq(w.this_cpu).nr_running <= 1
+            && self.occ(w.this_cpu).nr_running <= 1
             && self.asym_fits_cpu(util, prev)
         {
             return (prev, SelectReason::SisKthreadStack);
@@ -1155,19 +1202,22 @@ impl<'a> SelectCtx<'a> {
             if self.choose_sched_idle_rq(i, w.p_idle_policy) {
                 return i;
             }
-            let rq = self.rq(i);
             if self.available_idle_cpu(i) {
-                if rq.idle_exit_latency_ns < min_exit_latency {
-                    min_exit_latency = rq.idle_exit_latency_ns;
-                    latest_idle_timestamp = rq.idle_stamp;
+                let (exit_latency, idle_stamp) = self.cpus.idle_exit(i);
+                if exit_latency < min_exit_latency {
+                    min_exit_latency = exit_latency;
+                    latest_idle_timestamp = idle_stamp;
                     shallowest_idle_cpu = Some(i);
-                } else if rq.idle_exit_latency_ns == min_exit_latency && rq.idle_stamp > latest_idle_timestamp {
-                    latest_idle_timestamp = rq.idle_stamp;
+                } else if exit_latency == min_exit_latency && idle_stamp > latest_idle_timestamp {
+                    latest_idle_timestamp = idle_stamp;
                     shallowest_idle_cpu = Some(i);
                 }
-            } else if shallowest_idle_cpu.is_none() && rq.cpu_load < min_load {
-                min_load = rq.cpu_load;
-                least_loaded_cpu = i;
+            } else if shallowest_idle_cpu.is_none() {
+                let load = self.cpus.cpu_load(i);
+                if load < min_load {
+                    min_load = load;
+                    least_loaded_cpu = i;
+                }
             }
         }
         shallowest_idle_cpu.unwrap_or(least_loaded_cpu)

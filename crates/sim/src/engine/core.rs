@@ -3,7 +3,7 @@
 
 use super::{Cause, Ev, Sim};
 use crate::fair::{Resched, deq};
-use crate::select::{CpuFacts, CpuSource, SelectCtx};
+use crate::select::{CpuFacts, CpuSource, Occupancy, SelectCtx};
 use crate::task::Task;
 use crate::task::{Step, TaskId, TaskState};
 use crate::time::Nanos;
@@ -425,23 +425,46 @@ struct LiveFacts<'a> {
 impl CpuSource for LiveFacts<'_> {
     fn facts(&self, cpu: u32) -> CpuFacts {
         let r = &self.rqs[cpu as usize];
-        let capacity = u64::from(self.topo.cpus[cpu as usize].capacity);
+        let capacity = self.capacity(cpu);
+        let o = self.occupancy(cpu);
+        let (idle_exit_latency_ns, idle_stamp) = self.idle_exit(cpu);
         CpuFacts {
+            idle: o.idle,
+            nr_running: o.nr_running,
+            nr_delayed: o.nr_delayed,
+            nr_idle_policy: o.nr_idle_policy,
+            ttwu_pending: o.ttwu_pending,
+            cpu_load: self.cpu_load(cpu),
+            cpu_util: r.cfs.pelt.cpu_util_cfs(capacity),
+            cpu_runnable: r.cfs.pelt.cpu_runnable(),
+            capacity,
+            idle_exit_latency_ns,
+            idle_stamp,
+        }
+    }
+    fn nr_cpus(&self) -> usize {
+        self.rqs.len()
+    }
+    fn occupancy(&self, cpu: u32) -> Occupancy {
+        let r = &self.rqs[cpu as usize];
+        Occupancy {
             idle: r.curr.is_none(),
             nr_running: r.cfs.h_nr_queued,
             nr_delayed: r.cfs.nr_delayed(),
             nr_idle_policy: r.cfs.h_nr_idle,
             ttwu_pending: r.ttwu_pending(),
-            cpu_load: self.groups.map_or(&r.cfs.pelt, |g| g.load_root(cpu)).cpu_load(),
-            cpu_util: r.cfs.pelt.cpu_util_cfs(capacity),
-            cpu_runnable: r.cfs.pelt.cpu_runnable(),
-            capacity,
-            idle_exit_latency_ns: if r.curr.is_none() { idle_state_exit(r.idle_state, self.costs) } else { 0 },
-            idle_stamp: r.idle_since.unwrap_or(0),
         }
     }
-    fn nr_cpus(&self) -> usize {
-        self.rqs.len()
+    fn capacity(&self, cpu: u32) -> u64 {
+        u64::from(self.topo.cpus[cpu as usize].capacity)
+    }
+    fn cpu_load(&self, cpu: u32) -> u64 {
+        self.groups.map_or(&self.rqs[cpu as usize].cfs.pelt, |g| g.load_root(cpu)).cpu_load()
+    }
+    fn idle_exit(&self, cpu: u32) -> (u64, u64) {
+        let r = &self.rqs[cpu as usize];
+        let latency = if r.curr.is_none() { idle_state_exit(r.idle_state, self.costs) } else { 0 };
+        (latency, r.idle_since.unwrap_or(0))
     }
 }
 

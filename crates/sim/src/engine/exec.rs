@@ -139,8 +139,7 @@ impl Sim {
         let now = self.now;
         let syscall = self.cost(self.costs.syscall_ns);
         let task = &mut self.tasks[t.idx()];
-        let spec = &self.specs[task.spec as usize];
-        let op = spec.ops.get(task.pc as usize).cloned().unwrap_or(Op::Exit);
+        let op = self.programs[task.spec as usize].get(task.pc as usize).cloned().unwrap_or(Op::Exit);
         task.pc += 1;
         match op {
             Op::Write { .. }

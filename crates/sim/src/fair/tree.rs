@@ -277,18 +277,36 @@ impl Timeline {
     }
 
     /// The nodes in tree (deadline, then FIFO) order.
+    ///
+    /// From the cached leftmost node along the parent links (the kernel's `rb_next()`), so
+    /// that a walk allocates nothing: the balancer's `detach_tasks` and every `--check` walk
+    /// a tree after many events.
     pub fn iter(&self) -> impl Iterator<Item = NodeKey> + '_ {
-        let mut stack = Vec::new();
-        let mut next = self.root;
+        let mut next = self.leftmost;
         std::iter::from_fn(move || {
-            while next != NIL {
-                stack.push(next);
-                next = self.node(next).left;
+            if next == NIL {
+                return None;
             }
-            let i = stack.pop()?;
-            next = self.node(i).right;
+            let i = next;
+            next = self.successor(i);
             Some(self.node(i).key())
         })
+    }
+
+    /// The node after `i` in tree order: the first of its right subtree, else the nearest
+    /// ancestor it lies left of (`rb_next()`).
+    fn successor(&self, i: NodeIdx) -> NodeIdx {
+        let right = self.node(i).right;
+        if right != NIL {
+            return self.first_from(right);
+        }
+        let mut child = i;
+        let mut p = self.node(i).parent;
+        while p != NIL && self.node(p).right == child {
+            child = p;
+            p = self.node(p).parent;
+        }
+        p
     }
 
     fn node(&self, i: NodeIdx) -> &Node {
