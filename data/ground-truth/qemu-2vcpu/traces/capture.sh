@@ -3,14 +3,14 @@
 # ground truth's pp (pp.c here: 5000 one-token round trips between two processes), in a real
 # kernel booted under qemu TCG with 2 vCPUs, as the ground truth of this directory was measured.
 #
-#   capture.sh VMLINUZ OUT.txt [sched|sys] [hb_thr_pipe|pp]
+#   capture.sh VMLINUZ OUT.txt [sched|sys] [hb_thr_pipe|pp|fair_3on2]
 #
 # VMLINUZ: a kernel image, e.g. the `vmlinuz` of linux-image-6.12.117+deb13-amd64 or of
 # linux-binary-7.3.4+deb13-amd64 (`apt-get download`, `dpkg-deb -x`). Needs qemu-system-x86,
 # busybox-static and rt-tests on the host. `sched` (default) traces sched_switch, sched_waking,
 # sched_wakeup, sched_migrate_task, hrtimer_start/hrtimer_expire_entry and the local-timer and
 # reschedule IRQ vectors; `sys` adds the read/write syscall events (slower: ~40 MB of text).
-# pp also traces the call-function IPI (`call_function_single_entry`: remote wakeups and NOHZ
+# pp and fair_3on2 (hogs.c: three busy loops for 2 s) also trace the call-function IPI (`call_function_single_entry`: remote wakeups and NOHZ
 # kicks) and `sched_wake_idle_without_ipi`, and needs gcc and a static libc (libc6-dev).
 # One untraced warm-up run precedes the traced one. The trace leaves the guest gzipped and
 # base64-encoded on a second serial port. Trace events are enabled with vCPU 1 offline (the
@@ -23,7 +23,8 @@ workload=${4:-hb_thr_pipe}
 case $workload in
   hb_thr_pipe) bench='hackbench -T -p -g 2 -l 100'; extra='' ;;
   pp) bench='pp 5000'; extra='irq_vectors/call_function_single_entry sched/sched_wake_idle_without_ipi' ;;
-  *) echo "capture.sh: unknown workload $workload (hb_thr_pipe or pp)" >&2; exit 2 ;;
+  fair_3on2) bench='hogs 3 2'; extra='irq_vectors/call_function_single_entry sched/sched_wake_idle_without_ipi' ;;
+  *) echo "capture.sh: unknown workload $workload (hb_thr_pipe, pp or fair_3on2)" >&2; exit 2 ;;
 esac
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -33,6 +34,8 @@ cp /usr/bin/busybox "$root/bin/"
 for a in sh mount cat echo gzip base64 sed grep wc poweroff; do ln -s busybox "$root/bin/$a"; done
 if [ "$workload" = pp ]; then
   gcc -O2 -static -o "$root/bin/pp" "$(dirname "$0")/pp.c"
+elif [ "$workload" = fair_3on2 ]; then
+  gcc -O2 -static -o "$root/bin/hogs" "$(dirname "$0")/hogs.c"
 else
   cp /usr/bin/hackbench "$root/bin/"
   # hackbench's shared libraries and loader, at their host paths.
