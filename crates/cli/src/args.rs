@@ -670,6 +670,11 @@ pub struct VmBootArgs {
     /// With --vm: echo the guests' consoles on stderr.
     #[arg(long)]
     pub verbose_vm: bool,
+    /// With --vm: do not take vCPUs 1..N-1 offline and back online right before each run. The
+    /// replug is the default because the ground truth's harness did it: the benchmark inherits
+    /// the launching shell's wakee_flips, which decide how often hackbench tries wake_affine.
+    #[arg(long)]
+    pub no_replug: bool,
 }
 
 #[derive(Args, Debug)]
@@ -727,6 +732,9 @@ pub struct VmRunArgs {
     /// Echo the guest's console on stderr.
     #[arg(short, long)]
     pub verbose: bool,
+    /// Do not replug vCPUs 1..N-1 right before each run (as compare --vm's --no-replug).
+    #[arg(long)]
+    pub no_replug: bool,
     /// The workload and its own flags, as for `schedlab native`: `hackbench -p -g 1 -l 200`.
     #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "WORKLOAD")]
     pub workload: Vec<String>,

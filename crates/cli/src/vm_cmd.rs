@@ -24,6 +24,7 @@ impl VmBootArgs {
             ("--accel", self.accel.is_some()),
             ("--timeout", self.timeout.is_some()),
             ("--verbose-vm", self.verbose_vm),
+            ("--no-replug", self.no_replug),
         ] {
             if given {
                 return user(format!("{flag}: only with --vm KERNEL"));
@@ -40,6 +41,7 @@ impl VmBootArgs {
             timeout: Duration::from_secs(self.timeout.unwrap_or(900)),
             schedlab_bin: std::env::current_exe()?,
             verbose: self.verbose_vm,
+            replug: !self.no_replug,
         })
     }
 }
@@ -85,6 +87,7 @@ fn vm_run(a: &VmRunArgs) -> anyhow::Result<()> {
             timeout: Duration::from_secs(a.timeout),
             schedlab_bin: std::env::current_exe()?,
             verbose: a.verbose,
+            replug: !a.no_replug,
         },
         variants,
         runs: a.runs,

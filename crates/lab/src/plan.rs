@@ -42,7 +42,8 @@
 //! base = "default"              # guest SPECs: default, FEATURE/NO_FEATURE, preempt=, sysctls
 //! variant = ["NO_WAKEUP_PREEMPTION"]
 //! runs = 3                      # boots per variant (default 3); warmup = 1, seed = 1,
-//! workload = "hackbench -p -g 1 -l 200"     # accel = "auto", timeout = 900 (per boot)
+//! workload = "hackbench -p -g 1 -l 200"     # accel = "auto", timeout = 900 (per boot),
+//!                                           # replug = true (false: --no-replug)
 //! ```
 //!
 //! A plan may hold only `[[vm]]` tables. Their boots are numbered after the model's runs
@@ -135,6 +136,9 @@ pub struct VmPlan {
     /// `accel`: `auto`, `kvm` or `tcg` (default `auto`); `timeout`: seconds per boot (900).
     pub accel: String,
     pub timeout_s: u64,
+    /// `replug`: replug vCPUs 1..N-1 right before each run, the ground truth's method
+    /// (default `true`; `false` is `--no-replug`).
+    pub replug: bool,
     /// `workload`: one workload line.
     pub workload: Vec<String>,
 }
@@ -444,6 +448,7 @@ struct RawVm {
     seed: Option<Spanned<u64>>,
     accel: Option<Spanned<String>>,
     timeout: Option<Spanned<u64>>,
+    replug: Option<bool>,
     workload: Spanned<String>,
 }
 
@@ -777,6 +782,7 @@ fn parse_vm_tables(raw: &[RawVm], at: &dyn Fn(usize, &str, String) -> LabError) 
             seed,
             accel,
             timeout_s,
+            replug: t.replug.unwrap_or(true),
             workload,
         });
     }

@@ -227,6 +227,19 @@ pub fn boot_rounds(
             let seed = req.seed.wrapping_add(u64::from(round));
             let key = run_key(&label, v, nr_cpus, &req.workload, seed);
             if let Some(stored) = into.store.map(|s| s.get(&key)).transpose().map_err(lab_err)?.flatten() {
+                // The launch is not part of the key (a table mixes nothing): a stored run
+                // measured the other way is the user's to resolve, not to reuse silently.
+                if let Some(g) = stored.record.vm.as_ref()
+                    && g.replug != req.session.replug
+                {
+                    return Err(VmError::Usage(format!(
+                        "the results store has {} seed {seed} measured {} the replug before the run; \
+                         use another --out, or {}",
+                        key.spec,
+                        if g.replug { "with" } else { "without" },
+                        if g.replug { "drop --no-replug" } else { "add --no-replug" }
+                    )));
+                }
                 done.already += 1;
                 done.samples.push(Sample { variant: v.name.clone(), key, record: stored.record });
                 done.schedstat.push(None);
@@ -247,13 +260,15 @@ pub fn boot_rounds(
                 runs: 1,
                 workload: req.workload.clone(),
                 builtin: true,
+                replug: req.session.replug,
             };
             note(&format!(
-                "vm: boot {}/{total}: {} ({}), round {}",
+                "vm: boot {}/{total}: {} ({}), round {}{}",
                 done.boots.len() + done.already + 1,
                 label_of(vi),
                 v.name,
-                round + 1
+                round + 1,
+                host_load().map_or(String::new(), |l| format!(" (host load average {l:.2})"))
             ));
             let started = std::time::Instant::now();
             let b =
@@ -270,6 +285,7 @@ pub fn boot_rounds(
                     hz,
                     preempt: preempt.map(String::from),
                     unmeasured,
+                    replug: req.session.replug,
                 });
                 if let Some(store) = into.store {
                     store.insert(&key.spec, &key, &record, started.elapsed().as_secs_f64() * 1e3).map_err(lab_err)?;
@@ -412,6 +428,14 @@ impl VmComparison {
     }
 }
 
+/// The host's 1-minute load average (`/proc/loadavg`): a TCG guest's vCPUs are host threads,
+/// and on a busy host they stall for milliseconds while the guest's clock runs on, which
+/// moves its counters (more ticks per message, wakees left on a stalled vCPU); the ground
+/// truth was measured on an idle host, so each boot says what it had.
+pub fn host_load() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg").ok()?.split_whitespace().next()?.parse().ok()
+}
+
 fn label_of(i: usize) -> String {
     lab::report::label(i)
 }
@@ -427,6 +451,9 @@ fn origin(req: &CompareRequest, g: &GuestInfo, release: &str, unmeasured: &[&str
         req.runs,
         req.warmup
     );
+    if !req.session.replug {
+        reproduce += " --no-replug";
+    }
     reproduce += &format!(" --base {}", lab::words::quote(&req.base));
     for v in &req.variants {
         reproduce += &format!(" --variant {}", lab::words::quote(v));
@@ -448,6 +475,15 @@ fn origin(req: &CompareRequest, g: &GuestInfo, release: &str, unmeasured: &[&str
                  the variants' order in each round drawn from seed {}; \"seed\" i below is round i (paired across variants)",
                 req.runs, req.warmup, req.seed
             ),
+            if req.session.replug {
+                "launch: vCPUs 1..N-1 taken offline and back online right before each run by the shell that starts it \
+                 (the ground truth's method: the benchmark inherits the shell's wakee_flips)"
+                    .to_string()
+            } else {
+                "launch: no replug right before the run (--no-replug): the benchmark inherits the launching shell's \
+                 wakee_flips as its earlier work left them"
+                    .to_string()
+            },
             "counters: the workload's tasks' /proc/<tid>/sched, read before reaping (schedstats on); \
              the metric in the guest's time (emulated under TCG: compare variants, not absolute values)"
                 .to_string(),

@@ -61,6 +61,15 @@ pub struct GuestPlan {
     /// polling thread that is one more task on the guest's few vCPUs, and misses the last
     /// milliseconds of each worker).
     pub builtin: bool,
+    /// Take vCPUs 1..N-1 offline and back online right before every run (warm-up and measured),
+    /// from the shell that then starts the benchmark: the ground truth's harness did
+    /// (`data/ground-truth/qemu-2vcpu`), and it decides the benchmark's starting `wakee_flips`.
+    /// fork copies `wakee_flips` and `wakee_flip_decay_ts` (6.12 `dup_task_struct()`;
+    /// `__sched_fork()` resets neither), and each fair task the hotplug wakes from the shell's
+    /// context (`cpuhp/N` first) is a `record_wakee()` flip of the shell (6.12
+    /// `kernel/sched/fair.c`), so the benchmark starts with the shell's fresh flips, which
+    /// decide how soon `wake_wide()` turns `wake_affine()` off (docs/fidelity.md).
+    pub replug: bool,
 }
 
 /// Single-quotes `s` for the shell.
@@ -168,6 +177,10 @@ done
 {calibrate}i=1
 while [ $i -le {total} ]; do
   if [ $i -le {warmup} ]; then kind=warmup; else kind=run; fi
+  # The ground truth's launch: a replug right before the benchmark (see GuestPlan::replug);
+  # /proc/schedstat after it, since the hotplug rebuilds the sched domains and with them
+  # their counters.
+  [ {replug} = 1 ] && {{ offline; online; }}
   cat /proc/schedstat > /tmp/ss0
   schedlab native --json {builtin}{argv} > /tmp/out.json 2> /tmp/err.txt
   rc=$?
@@ -190,6 +203,7 @@ poweroff -f
         warmup = plan.warmup,
         argv = quoted(&plan.workload),
         builtin = if plan.builtin { "--builtin " } else { "" },
+        replug = u8::from(plan.replug),
     )
 }
 
@@ -217,6 +231,7 @@ mod tests {
             runs: 3,
             workload: vec!["hackbench".into(), "-p".into(), "it's".into()],
             builtin: true,
+            replug: true,
         }
     }
 
@@ -233,6 +248,12 @@ mod tests {
         let sys = s.find("setsysctl 'base_slice_ns' '3000000'\n").unwrap();
         assert!(feat < pre && pre < sys);
         assert!(!s.contains("schedlab calibrate"));
+        // The replug comes right before the first /proc/schedstat read and the benchmark.
+        let replug = s.find("[ 1 = 1 ] && { offline; online; }\n  cat /proc/schedstat > /tmp/ss0\n").unwrap();
+        assert!(sys < replug && replug < s.find("schedlab native").unwrap());
+        let mut p = plan();
+        p.replug = false;
+        assert!(init_script(&p).contains("[ 0 = 1 ] && { offline; online; }"));
     }
 
     #[test]

@@ -102,6 +102,7 @@ pub fn run(opts: &VmOptions, note: &(dyn Fn(&str) + Sync)) -> Result<VmReport, V
             runs: opts.runs,
             workload: opts.workload.clone(),
             builtin: false,
+            replug: opts.session.replug,
         };
         note(&format!("vm: booting for variant {} ({} runs)", v.name, opts.runs));
         let b = session.boot(&plan, &format!("--variant {}", v.name), note)?;

@@ -31,6 +31,10 @@ pub struct SessionOptions {
     pub schedlab_bin: PathBuf,
     /// Echo every console line through `note`.
     pub verbose: bool,
+    /// Replug vCPUs 1..N-1 right before every run, as the ground truth's harness did
+    /// ([`GuestPlan::replug`]); `false` (`--no-replug`) starts the benchmark from a shell that
+    /// made no wakeups since boot.
+    pub replug: bool,
 }
 
 pub struct Session {

@@ -59,6 +59,7 @@ pub fn request(t: &VmPlan, opts: &SweepOptions) -> Result<CompareRequest, VmErro
             timeout: Duration::from_secs(t.timeout_s),
             schedlab_bin: opts.schedlab_bin.clone(),
             verbose: opts.verbose,
+            replug: t.replug,
         },
         vm_arg: t.vm.clone(),
         base: t.base.clone(),

@@ -151,6 +151,7 @@ pub fn validate(
             runs: 1,
             workload: req.workload.clone(),
             builtin: true,
+            replug: req.session.replug,
         };
         note(&format!(
             "vm: boot {}/{}{}",
@@ -181,6 +182,7 @@ pub fn validate(
                     hz,
                     preempt: preempt.map(String::from),
                     unmeasured: crate::compare::unmeasured(run),
+                    replug: req.session.replug,
                 });
                 if !store.insert(&key.spec, &key, &rec, b.total_secs * 1e3).map_err(lab_err)? {
                     note(&format!("vm: a run of {} seed {seed} was stored already; kept that one", key.spec));
