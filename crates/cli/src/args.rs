@@ -497,6 +497,10 @@ pub struct CompareArgs {
     pub vm: Option<String>,
     #[command(flatten)]
     pub vm_opts: VmBootArgs,
+    /// With --vm: record every measured run with ftrace in the guest (events enabled with vCPUs
+    /// 1..N-1 offline; the text comes back over the serial port): the wakeup latency rows.
+    #[arg(long)]
+    pub trace: bool,
     /// With --vm: also store every boot's run in this results directory (DIR/results.db, as
     /// `schedlab sweep --out`); boots whose run is stored there already are not booted again.
     #[arg(long, value_name = "DIR")]
@@ -675,6 +679,10 @@ pub struct VmBootArgs {
     /// the launching shell's wakee_flips, which decide how often hackbench tries wake_affine.
     #[arg(long)]
     pub no_replug: bool,
+    /// With --vm and --trace: write each measured run's ftrace text to DIR/SPEC-seedN.txt (as
+    /// `schedlab analyze` reads it).
+    #[arg(long, value_name = "DIR")]
+    pub trace_out: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

@@ -54,8 +54,11 @@ fn compare_validate_and_a_user_image_on_a_real_kernel() {
     // goes to a results store (outside TMPDIR, which must end empty).
     let results = tempfile::tempdir().unwrap();
     let out_dir = results.path().to_str().unwrap();
+    // Both boots traced in the guest (events enabled with vCPU 1 offline), the texts written
+    // on the host.
+    let traces = results.path().join("traces");
     let mut args = vec!["compare", "--vm", KERNEL_PKG, "--format", "json", "--out", out_dir, "--base", "default"];
-    args.extend(["--variant", "NO_WAKEUP_PREEMPTION"]);
+    args.extend(["--variant", "NO_WAKEUP_PREEMPTION", "--trace", "--trace-out", traces.to_str().unwrap()]);
     args.extend(boot);
     args.extend(["hackbench", "-p", "-g", "1", "-l", "20"]);
     let c = run_json(tmp.path(), &args);
@@ -74,6 +77,9 @@ fn compare_validate_and_a_user_image_on_a_real_kernel() {
         assert!(k["nr_wakeups_local"].as_f64().unwrap() + k["nr_wakeups_remote"].as_f64().unwrap() > 0.0, "{k}");
         // The kernel keeps no count of wakeup preemptions: n/a, never a made-up 0.
         assert!(k["nr_wakeup_preemptions"].is_null(), "{k}");
+        // The wakeup latencies come from the guest's trace: at least a microsecond each.
+        let (p50, p99) = (k["wakeup_latency_p50_us"].as_f64().unwrap(), k["wakeup_latency_p99_us"].as_f64().unwrap());
+        assert!(p50 >= 1.0 && p99 >= p50, "{k}");
         assert!(arm["values"][0].as_f64().unwrap() > 0.0);
     }
     let reproduce = c["reproduce"][0].as_str().unwrap();
@@ -81,6 +87,16 @@ fn compare_validate_and_a_user_image_on_a_real_kernel() {
         reproduce.starts_with("schedlab compare --vm linux-image-6.12.117+deb13-amd64 --accel tcg --topology smp:2"),
         "{reproduce}"
     );
+
+    // Each trace, read by `schedlab analyze` on the host, holds the run's hackbench tasks: as
+    // many wakeups as /proc counted in the guest, give or take the few at the run's edges.
+    for (spec, arm) in [("default", a), ("NO_WAKEUP_PREEMPTION", b)] {
+        let file = traces.join(format!("{spec}-seed1.txt"));
+        let an = run_json(tmp.path(), &["analyze", "--json", "--comm", "hackbench", file.to_str().unwrap()]);
+        let (traced, counted) =
+            (an["counters"]["nr_wakeups"].as_f64().unwrap(), arm["counters"]["nr_wakeups"].as_f64().unwrap());
+        assert!((traced - counted).abs() <= 0.05 * counted + 2.0, "{spec}: traced {traced}, /proc {counted}");
+    }
 
     stored_runs_are_the_same_store_as_the_models(tmp.path(), out_dir, &args, &c);
 
@@ -212,6 +228,9 @@ fn what_a_guest_cannot_express_fails_before_any_boot() {
         schedlab(tmp.path()).args(["compare", "--base", "v7.3", "--warmup", "2", "pipe", "-l", "10"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--warmup: only with --vm"));
+    let out = schedlab(tmp.path()).args(["compare", "--base", "v7.3", "--trace", "pipe", "-l", "10"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--trace: only with --vm"));
 }
 
 #[test]

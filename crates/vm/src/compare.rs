@@ -35,6 +35,9 @@ pub struct CompareRequest {
     pub seed: u64,
     pub workload: Vec<String>,
     pub options: CompareOptions,
+    /// With a trace (`session.trace_kb`): write each measured run's ftrace text here, as
+    /// `schedlab analyze` reads it.
+    pub trace_out: Option<std::path::PathBuf>,
 }
 
 /// The comparison and what each boot did.
@@ -71,8 +74,17 @@ fn counter(c: &Value, k: &str) -> u64 {
     c[k].as_u64().unwrap_or(0)
 }
 
+/// The wakeup latency percentiles (p50, p90, p99, max, ns) of a traced run whose trace arrived
+/// and was read; `None` for an untraced run.
+pub fn trace_latency(run: &GuestRun) -> Option<[u64; 4]> {
+    let an = run.trace_analysis()?.ok()?;
+    let p = an.wakeup_latency_ns();
+    Some([p.p50, p.p90, p.p99, p.max])
+}
+
 /// The lab's record of one guest run (counters the guest does not have are 0 here and masked
-/// in the table: [`GUEST_UNMEASURED`]).
+/// in the table: [`GUEST_UNMEASURED`]; the wakeup latencies come from the run's trace when it
+/// was traced).
 pub fn record(run: &GuestRun, variant: &str, release: &str, topology: &str, seed: u64) -> RunRecord {
     let c = &run.json["counters"];
     let better = match run.json["metric"]["better"].as_str() {
@@ -110,7 +122,7 @@ pub fn record(run: &GuestRun, variant: &str, release: &str, topology: &str, seed
             nr_tick_preemptions: 0,
             nr_ipis: counter(c, "nr_ipis"),
         },
-        wakeup_latency_ns: [0; 4],
+        wakeup_latency_ns: trace_latency(run).unwrap_or([0; 4]),
         background: vec![],
         vm: None,
     }
@@ -126,9 +138,15 @@ fn nulls(run: &GuestRun) -> Vec<&'static str> {
         .collect()
 }
 
-/// The counters a guest run could not measure: [`GUEST_UNMEASURED`] and those it left `null`.
+/// The counters a guest run could not measure: [`GUEST_UNMEASURED`] (but the wakeup latencies
+/// of a traced run) and those it left `null`.
 pub fn unmeasured(run: &GuestRun) -> Vec<String> {
-    let mut out: Vec<String> = GUEST_UNMEASURED.iter().map(|s| s.to_string()).collect();
+    let traced = trace_latency(run).is_some();
+    let mut out: Vec<String> = GUEST_UNMEASURED
+        .iter()
+        .filter(|k| !(traced && k.starts_with("wakeup_latency")))
+        .map(|s| s.to_string())
+        .collect();
     out.extend(nulls(run).into_iter().filter(|k| !GUEST_UNMEASURED.contains(k)).map(String::from));
     out
 }
@@ -261,6 +279,7 @@ pub fn boot_rounds(
                 workload: req.workload.clone(),
                 builtin: true,
                 replug: req.session.replug,
+                trace_kb: req.session.trace_kb,
             };
             note(&format!(
                 "vm: boot {}/{total}: {} ({}), round {}{}",
@@ -276,6 +295,7 @@ pub fn boot_rounds(
             let release = b.console.release.clone().unwrap_or_default();
             let (hz, preempt) = session.kernel.sched_config();
             for run in &b.runs {
+                check_trace(run, &format!("{} round {}", v.name, round + 1), req.trace_out.as_deref(), seed, v, note)?;
                 let unmeasured = unmeasured(run);
                 let mut record = record(run, &v.name, &release, &key.topology, seed);
                 record.vm = Some(GuestInfo {
@@ -297,6 +317,39 @@ pub fn boot_rounds(
         }
     }
     Ok(done)
+}
+
+/// A traced run's capture: an error when it did not arrive or cannot be read, a note when the
+/// guest's buffer lost events, and its text written to `out` (`VARIANT-seedN.txt`, the variant's
+/// SPEC with every character but letters, digits, `-`, `_`, `.` and `=` made `_`).
+pub fn check_trace(
+    run: &GuestRun,
+    label: &str,
+    out: Option<&std::path::Path>,
+    seed: u64,
+    v: &GuestVariant,
+    note: &(dyn Fn(&str) + Sync),
+) -> Result<(), VmError> {
+    let Some(cap) = &run.trace else { return Ok(()) };
+    let cap = cap.as_ref().map_err(|e| VmError::Guest(format!("{label}: the guest's trace: {e}")))?;
+    if let Some(Err(e)) = run.trace_analysis() {
+        return Err(VmError::Guest(format!("{label}: the guest's trace: {e}")));
+    }
+    if cap.dropped > 0 {
+        note(&format!(
+            "vm: {label}: the guest's trace buffer lost {} events (a bigger --trace-buffer-kb keeps them)",
+            cap.dropped
+        ));
+    }
+    if let Some(dir) = out {
+        std::fs::create_dir_all(dir).map_err(|e| VmError::System(format!("{}: {e}", dir.display())))?;
+        let name: String =
+            v.spec.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.=".contains(c) { c } else { '_' }).collect();
+        let path = dir.join(format!("{name}-seed{seed}.txt"));
+        std::fs::write(&path, &cap.text).map_err(|e| VmError::System(format!("{}: {e}", path.display())))?;
+        note(&format!("vm: {label}: trace written to {}", path.display()));
+    }
+    Ok(())
 }
 
 /// Boots `runs` rounds of every variant and builds the comparison; with a store, runs already

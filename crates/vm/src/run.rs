@@ -103,6 +103,7 @@ pub fn run(opts: &VmOptions, note: &(dyn Fn(&str) + Sync)) -> Result<VmReport, V
             workload: opts.workload.clone(),
             builtin: false,
             replug: opts.session.replug,
+            trace_kb: opts.session.trace_kb,
         };
         note(&format!("vm: booting for variant {} ({} runs)", v.name, opts.runs));
         let b = session.boot(&plan, &format!("--variant {}", v.name), note)?;

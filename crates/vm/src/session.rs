@@ -35,6 +35,9 @@ pub struct SessionOptions {
     /// ([`GuestPlan::replug`]); `false` (`--no-replug`) starts the benchmark from a shell that
     /// made no wakeups since boot.
     pub replug: bool,
+    /// Record every measured run with ftrace in the guest, this many KiB of buffer per vCPU
+    /// ([`GuestPlan::trace_kb`]).
+    pub trace_kb: Option<u32>,
 }
 
 pub struct Session {

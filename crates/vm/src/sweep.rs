@@ -60,6 +60,7 @@ pub fn request(t: &VmPlan, opts: &SweepOptions) -> Result<CompareRequest, VmErro
             schedlab_bin: opts.schedlab_bin.clone(),
             verbose: opts.verbose,
             replug: t.replug,
+            trace_kb: None,
         },
         vm_arg: t.vm.clone(),
         base: t.base.clone(),
@@ -70,6 +71,7 @@ pub fn request(t: &VmPlan, opts: &SweepOptions) -> Result<CompareRequest, VmErro
         workload: t.workload.clone(),
         // Significance is for the table `compare --from` draws, not for storing.
         options: CompareOptions { alpha: 0.05, min_effect_pct: 1.0 },
+        trace_out: None,
     })
 }
 

@@ -39,6 +39,8 @@ pub struct ValidateRequest {
     pub costs: Vec<(String, u64)>,
     /// First seed of the model's runs.
     pub seed: u64,
+    /// With a trace: each guest run's ftrace text goes here ([`crate::compare::check_trace`]).
+    pub trace_out: Option<std::path::PathBuf>,
 }
 
 pub struct VmValidation {
@@ -105,11 +107,15 @@ fn model_variant(
 }
 
 /// Figures of a guest run, computed as the model's are (`native::validate::sim_figures` on the
-/// same counters, which the guest reads exactly from schedstats); no wakeup latencies (that
-/// needs a trace).
+/// same counters, which the guest reads exactly from schedstats); wakeup latencies only from a
+/// trace (`--trace`).
 fn guest_figures(run: &GuestRun, ops: Option<u64>) -> Figures {
     let rec = record(run, "guest", "", "", 0);
-    Figures { lat_p50_us: None, lat_p99_us: None, ..nv::sim_figures(&rec, ops) }
+    let f = nv::sim_figures(&rec, ops);
+    match crate::compare::trace_latency(run) {
+        Some(_) => f,
+        None => Figures { lat_p50_us: None, lat_p99_us: None, ..f },
+    }
 }
 
 /// Boots `runs` times and runs the model beside. With a store, every guest run is stored as
@@ -152,6 +158,7 @@ pub fn validate(
             workload: req.workload.clone(),
             builtin: true,
             replug: req.session.replug,
+            trace_kb: req.session.trace_kb,
         };
         note(&format!(
             "vm: boot {}/{}{}",
@@ -160,6 +167,10 @@ pub fn validate(
             if plan.calibrate.is_some() { " (with schedlab calibrate first)" } else { "" }
         ));
         let b = session.boot(&plan, &format!("boot {}", i + 1), note)?;
+        for run in &b.runs {
+            let seed = req.seed.wrapping_add(u64::from(i));
+            crate::compare::check_trace(run, &format!("boot {}", i + 1), req.trace_out.as_deref(), seed, &v, note)?;
+        }
         release = b.console.release.clone().unwrap_or_default();
         preempt_file = b.console.preempt.clone();
         if plan.calibrate.is_some() {
