@@ -37,7 +37,7 @@ impl VmBootArgs {
     fn session(
         &self,
         kernel: vm::KernelSource,
-        nr_cpus: u32,
+        topology: vm::topology::GuestTopology,
         trace: bool,
         trace_kb: u32,
     ) -> anyhow::Result<vm::SessionOptions> {
@@ -46,7 +46,7 @@ impl VmBootArgs {
         }
         Ok(vm::SessionOptions {
             kernel,
-            nr_cpus,
+            topology,
             accel: accel(self.accel.unwrap_or(AccelArg::Auto)),
             timeout: Duration::from_secs(self.timeout.unwrap_or(900)),
             schedlab_bin: std::env::current_exe()?,
@@ -93,7 +93,7 @@ fn vm_run(a: &VmRunArgs) -> anyhow::Result<()> {
     let opts = vm::VmOptions {
         session: vm::SessionOptions {
             kernel,
-            nr_cpus: vm::parse_topology(&a.topology).map_err(vm_error)?,
+            topology: vm::parse_topology(&a.topology).map_err(vm_error)?,
             accel: accel(a.accel),
             timeout: Duration::from_secs(a.timeout),
             schedlab_bin: std::env::current_exe()?,

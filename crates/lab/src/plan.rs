@@ -38,7 +38,7 @@
 //! [[vm]]
 //! name = "6.12"                 # optional; default vm[i]
 //! vm = "linux-image-6.12.117+deb13-amd64"   # a Debian kernel package or an image path
-//! topology = "smp:2"            # smp:N (default smp:2)
+//! topology = "smp:2"            # smp:N, a preset or a topology file qemu can boot (default smp:2)
 //! base = "default"              # guest SPECs: default, FEATURE/NO_FEATURE, preempt=, sysctls
 //! variant = ["NO_WAKEUP_PREEMPTION"]
 //! runs = 3                      # boots per variant (default 3); warmup = 1, seed = 1,
@@ -123,7 +123,7 @@ pub struct VmPlan {
     pub name: String,
     /// `vm`: a Debian kernel package or a kernel image path, as `compare --vm`.
     pub vm: String,
-    /// `topology`: `smp:N` (default `smp:2`).
+    /// `topology`: `smp:N`, a preset or a topology file (default `smp:2`).
     pub topology: String,
     /// `base` (default `default`) and `variant`, a list of guest SPECs.
     pub base: String,

@@ -167,13 +167,14 @@ pub fn variants(req: &CompareRequest) -> Result<Vec<GuestVariant>, VmError> {
 }
 
 /// The results store's key of a boot's measured run: SPEC `vm:KERNEL SPEC` (the kernel as
-/// `--vm` names it, the guest SPEC in force), topology `smp:N`, the workload, "seed"
+/// `--vm` names it, the guest SPEC in force), the topology as `--topology` named it (`smp:N`,
+/// a preset, a file), the workload, "seed"
 /// `seed + round` (so `--seed S --runs N` are seeds S..S+N, as the model's), and no time or
 /// event bound (0, which no model run has). Accelerator and warm-up are not part of it.
-pub fn run_key(kernel_label: &str, v: &GuestVariant, nr_cpus: u32, workload: &[String], seed: u64) -> RunKey {
+pub fn run_key(kernel_label: &str, v: &GuestVariant, topology: &str, workload: &[String], seed: u64) -> RunKey {
     RunKey {
         spec: format!("vm:{kernel_label} {}", v.spec),
-        topology: format!("smp:{nr_cpus}"),
+        topology: topology.to_string(),
         workload: workload.to_vec(),
         seed,
         duration_ns: 0,
@@ -219,7 +220,7 @@ pub fn boot_rounds(
     note: &(dyn Fn(&str) + Sync),
 ) -> Result<BootsDone, VmError> {
     let label = req.session.kernel.label();
-    let nr_cpus = req.session.nr_cpus;
+    let topology = req.session.topology.name.clone();
     let mut done = BootsDone {
         samples: Vec::new(),
         schedstat: Vec::new(),
@@ -232,7 +233,7 @@ pub fn boot_rounds(
     let lab_err = |e: lab::LabError| VmError::System(e.to_string());
     if let Some(store) = into.store {
         for (vi, v) in all.iter().enumerate() {
-            let key = run_key(&label, v, nr_cpus, &req.workload, req.seed);
+            let key = run_key(&label, v, &topology, &req.workload, req.seed);
             store.record_variant(&key.spec, &key.spec, if vi == 0 { 0 } else { 1 + vi as i64 }).map_err(lab_err)?;
         }
     }
@@ -243,7 +244,7 @@ pub fn boot_rounds(
             }
             let v = &all[vi];
             let seed = req.seed.wrapping_add(u64::from(round));
-            let key = run_key(&label, v, nr_cpus, &req.workload, seed);
+            let key = run_key(&label, v, &topology, &req.workload, seed);
             if let Some(stored) = into.store.map(|s| s.get(&key)).transpose().map_err(lab_err)?.flatten() {
                 // The launch is not part of the key (a table mixes nothing): a stored run
                 // measured the other way is the user's to resolve, not to reuse silently.
@@ -393,7 +394,12 @@ pub fn compare(
         lab::compare::build(&done.samples, &sel, req.options).map_err(|e| VmError::System(e.to_string()))?;
     comparison.mask_counters(&unmeasured);
     let guest = done.samples.iter().find_map(|s| s.record.vm.clone()).unwrap_or_default();
-    let origin = origin(req, &guest, &release, &unmeasured);
+    let mut origin = origin(req, &guest, &release, &unmeasured);
+    // What the kernel built against the topology the model's answer is for: said in the table,
+    // a mismatch above all.
+    if let Some((_, lines)) = done.session.as_ref().and_then(|s| s.domains_check.as_ref()) {
+        origin.notes.extend(lines.iter().cloned());
+    }
     for g in &mut comparison.groups {
         g.reproduce = origin.reproduce.clone();
     }
@@ -496,10 +502,10 @@ fn label_of(i: usize) -> String {
 fn origin(req: &CompareRequest, g: &GuestInfo, release: &str, unmeasured: &[&str]) -> Origin {
     let accel = if g.accel == "kvm" { crate::Accel::Kvm } else { crate::Accel::Tcg };
     let mut reproduce = format!(
-        "schedlab compare --vm {} --accel {} --topology smp:{} --seed {} --runs {} --warmup {}",
+        "schedlab compare --vm {} --accel {} --topology {} --seed {} --runs {} --warmup {}",
         lab::words::quote(&req.vm_arg),
         if accel == crate::Accel::Kvm { "kvm" } else { "tcg" },
-        req.session.nr_cpus,
+        lab::words::quote(&req.session.topology.name),
         req.seed,
         req.runs,
         req.warmup
@@ -518,7 +524,7 @@ fn origin(req: &CompareRequest, g: &GuestInfo, release: &str, unmeasured: &[&str
             lab::store::VERSION,
             req.session.kernel.label(),
             accel.name(),
-            req.session.nr_cpus,
+            req.session.topology.nr_cpus(),
             g.hz.map_or("?".into(), |h| h.to_string()),
             g.preempt.as_deref().unwrap_or("?"),
         ),

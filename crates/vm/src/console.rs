@@ -150,6 +150,12 @@ pub struct Console {
     pub ended: bool,
     /// Index of the first line of a kernel oops, BUG or panic.
     pub oops_at: Option<usize>,
+    /// `(cpu, domain index, name)` from `/sys/kernel/debug/sched/domains/cpuN/domainM/name`.
+    pub domain_names: Vec<(u32, u32, String)>,
+    /// `(cpu, domain index, span)` from the `domainM` lines of `/proc/schedstat`.
+    pub domain_spans: Vec<(u32, u32, Vec<u32>)>,
+    /// `(cpu, the CPUs sharing its L3)` from `cache/index3/shared_cpu_list`.
+    pub llc: Vec<(u32, Vec<u32>)>,
 }
 
 /// Kernel messages that mean the guest is broken (`die()`, `BUG:`, `panic()`).
@@ -167,6 +173,7 @@ pub fn parse(console: &[String], agent: &[String]) -> Console {
     let mut schedstat: Vec<(u32, bool, String)> = vec![];
     let mut traces: std::collections::BTreeMap<u32, String> = Default::default();
     let mut lost: std::collections::BTreeMap<u32, u64> = Default::default();
+    let mut sd_cpu: Option<u32> = None;
     for line in agent {
         let Some(rest) = line.strip_prefix(MARK).and_then(|r| r.strip_prefix(' ')) else { continue };
         let (key, val) = rest.split_once(' ').unwrap_or((rest, ""));
@@ -217,6 +224,42 @@ pub fn parse(console: &[String], agent: &[String]) -> Console {
                     && let Ok(i) = i.parse()
                 {
                     traces.entry(i).or_default().push_str(b);
+                }
+            }
+            "sd-name" => {
+                // "sd-name cpuN/domainM NAME"
+                if let Some((path, name)) = val.split_once(' ')
+                    && let Some((cpu, dom)) = path.split_once('/')
+                    && let (Some(Ok(cpu)), Some(Ok(dom))) = (
+                        cpu.strip_prefix("cpu").map(str::parse::<u32>),
+                        dom.strip_prefix("domain").map(str::parse::<u32>),
+                    )
+                {
+                    c.domain_names.push((cpu, dom, name.trim().to_string()));
+                }
+            }
+            "sd" => {
+                // "sd cpuN" then "sd domainM MASK" lines, as /proc/schedstat orders them.
+                let mut w = val.split_whitespace();
+                match (w.next(), w.next()) {
+                    (Some(cpu), None) => sd_cpu = cpu.strip_prefix("cpu").and_then(|n| n.parse().ok()),
+                    (Some(dom), Some(mask)) => {
+                        if let (Some(cpu), Some(Ok(dom)), Some(span)) = (
+                            sd_cpu,
+                            dom.strip_prefix("domain").map(str::parse::<u32>),
+                            crate::topology::parse_cpumask(mask),
+                        ) {
+                            c.domain_spans.push((cpu, dom, span));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            "llc" => {
+                if let Some((cpu, l)) = val.split_once(' ')
+                    && let (Ok(cpu), Some(l)) = (cpu.parse(), crate::topology::parse_cpu_list(l))
+                {
+                    c.llc.push((cpu, l));
                 }
             }
             "trace-lost" => {

@@ -199,7 +199,20 @@ setsysctl() {{
   echo "$2" > $D/$1 || fail "$1=$2: writing $D/$1 failed"
   [ "$(cat $D/$1)" = "$2" ] || fail "$1=$2 did not stick: $D/$1 reads $(cat $D/$1)"
 }}
-{apply}say features "$(cat $F)"
+{apply}# The sched domains and LLCs the kernel built, for the host's check against the preset.
+# domains/ is populated only while sched/verbose is on (update_sched_domain_debugfs()), so it
+# is turned on for the reading and back to what it was.
+V=$(cat $D/verbose 2>/dev/null)
+[ "$V" = N ] && echo Y > $D/verbose
+for d in $D/domains/cpu*/domain*; do
+  [ -r $d/name ] && say sd-name "${{d#$D/domains/}}" "$(cat $d/name)"
+done
+[ "$V" = N ] && echo N > $D/verbose
+sed -n -e 's/^\(cpu[0-9]*\) .*/\1/p' -e 's/^\(domain[0-9]*\) \([A-Z][A-Z]* \)\{{0,1\}}\([0-9a-f,]*\) .*/\1 \3/p' /proc/schedstat | sed "s/^/$M sd /" >&3
+for c in $C/cpu[0-9]*; do
+  [ -r $c/cache/index3/shared_cpu_list ] && say llc "${{c##*/cpu}}" "$(cat $c/cache/index3/shared_cpu_list)"
+done
+say features "$(cat $F)"
 [ -r $D/preempt ] && say preempt "$(cat $D/preempt)"
 for k in base_slice_ns migration_cost_ns nr_migrate tunable_scaling; do
   [ -r $D/$k ] && say sysctl $k "$(cat $D/$k)"
