@@ -93,7 +93,7 @@ pub fn base64_decode(text: &str) -> Result<Vec<u8>, String> {
         } as u32)
     };
     let bytes: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-    if bytes.len() % 4 != 0 {
+    if !bytes.len().is_multiple_of(4) {
         return Err(format!("base64: {} characters, not a multiple of 4", bytes.len()));
     }
     let mut out = Vec::with_capacity(bytes.len() / 4 * 3);

@@ -76,7 +76,7 @@ pub fn from_topology(spec: &str, topology: Topology) -> Result<GuestTopology, Vm
     let all: Vec<&sim::topology::CpuTopo> = topology.cpus.iter().collect();
     let mut model_cpu = Vec::with_capacity(n as usize);
     let mut model_node = Vec::new();
-    let (mut dies, mut cores, mut threads, mut nodes_per_pkg) = (None, None, None, None);
+    let (mut dies, mut cores, mut threads, mut nodes_per_pkg, mut llcs_per_node) = (None, None, None, None, None);
     let same = |slot: &mut Option<u32>, v: u32, what: &str| -> Result<(), VmError> {
         match *slot {
             Some(w) if w != v => Err(refuse(spec, format!("not a regular machine ({what}: {w} and {v})"))),
@@ -98,7 +98,9 @@ pub fn from_topology(spec: &str, topology: Topology) -> Result<GuestTopology, Vm
             }
             model_node.push(nd);
             let in_node: Vec<_> = in_pkg.iter().copied().filter(|c| c.node_id == nd).collect();
-            for &l in &distinct(&in_node, |c| c.llc_id) {
+            let llcs = distinct(&in_node, |c| c.llc_id);
+            same(&mut llcs_per_node, llcs.len() as u32, "LLCs per NUMA node")?;
+            for &l in &llcs {
                 if all.iter().any(|c| c.llc_id == l && c.node_id != nd) {
                     return Err(refuse(spec, format!("LLC {l} spans NUMA nodes")));
                 }
@@ -124,9 +126,6 @@ pub fn from_topology(spec: &str, topology: Topology) -> Result<GuestTopology, Vm
     }
     let nodes_per_pkg = nodes_per_pkg.unwrap_or(1);
     let dies = dies.unwrap_or(1);
-    if dies % nodes_per_pkg != 0 {
-        return Err(refuse(spec, "nodes of unequal numbers of LLCs"));
-    }
     Ok(GuestTopology {
         name: spec.to_string(),
         sockets: packages.len() as u32,
@@ -388,6 +387,11 @@ mod tests {
         )
         .unwrap();
         t.name = "2s".into();
+        // CPU 3 in an LLC of its own: node 1 has two LLCs, node 0 one.
+        let mut odd = t.clone();
+        odd.cpus[3].llc_id = 7;
+        let e = from_topology("odd.toml", odd).unwrap_err().to_string();
+        assert!(e.starts_with("--topology odd.toml: not a regular machine"), "{e}");
         let g = from_topology("2s.toml", t).unwrap();
         assert_eq!((g.sockets, g.dies, g.cores, g.threads, g.nodes), (2, 1, 2, 1, 2));
         let a = g.qemu_args().join(" ");
