@@ -82,6 +82,13 @@ fn compare_validate_and_a_user_image_on_a_real_kernel() {
         assert!(p50 >= 1.0 && p99 >= p50, "{k}");
         assert!(arm["values"][0].as_f64().unwrap() > 0.0);
     }
+    // The guest's sched domains and LLC, checked against `schedlab topology show smp:2`.
+    let notes: Vec<&str> = c["origin"]["notes"].as_array().unwrap().iter().filter_map(|n| n.as_str()).collect();
+    assert!(
+        notes.iter().any(|n| n.starts_with("guest sched domains and LLCs agree with `schedlab topology show smp:2`")
+            && n.contains("CPU 0: MC 0-1; LLC 0-1")),
+        "{notes:?}"
+    );
     let reproduce = c["reproduce"][0].as_str().unwrap();
     assert!(
         reproduce.starts_with("schedlab compare --vm linux-image-6.12.117+deb13-amd64 --accel tcg --topology smp:2"),
@@ -244,4 +251,12 @@ fn a_topology_the_guest_cannot_boot_is_a_one_line_usage_error() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("--topology 2s4c"), "{err}");
+    // A preset qemu cannot boot under TCG here: said before any boot.
+    let out = schedlab(tmp.path())
+        .args(["vm", "run", "--bzimage", "/nonexistent", "--topology", "arm64-128", "pipe", "-l", "10"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--topology arm64-128: 128 CPUs; a TCG guest boots 1..=64"), "{err}");
 }
