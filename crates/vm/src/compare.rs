@@ -206,6 +206,8 @@ pub struct BootsDone {
     pub already: usize,
     /// Boots not made because of `cancel`.
     pub cancelled: usize,
+    /// The host's 1-minute load average at each boot made ([`host_load`]).
+    pub host_loads: Vec<f64>,
     /// The session, if anything was booted.
     pub session: Option<Session>,
 }
@@ -227,6 +229,7 @@ pub fn boot_rounds(
         boots: Vec::new(),
         already: 0,
         cancelled: 0,
+        host_loads: Vec::new(),
         session: None,
     };
     let total = (0..req.runs as usize * all.len()).filter(|&i| (into.only)(i)).count();
@@ -290,6 +293,7 @@ pub fn boot_rounds(
                 round + 1,
                 host_load().map_or(String::new(), |l| format!(" (host load average {l:.2})"))
             ));
+            done.host_loads.extend(host_load());
             let started = std::time::Instant::now();
             let b =
                 session.boot(&plan, &format!("{} `{}`", if vi == 0 { "--base" } else { "--variant" }, v.name), note)?;
@@ -400,6 +404,9 @@ pub fn compare(
     if let Some((_, lines)) = done.session.as_ref().and_then(|s| s.domains_check.as_ref()) {
         origin.notes.extend(lines.iter().cloned());
     }
+    if let Some(note) = load_note(&done.host_loads, std::thread::available_parallelism().map_or(1, |n| n.get())) {
+        origin.notes.push(note);
+    }
     for g in &mut comparison.groups {
         g.reproduce = origin.reproduce.clone();
     }
@@ -487,6 +494,23 @@ impl VmComparison {
     }
 }
 
+/// The table's note on the host's load during the boots (`None` without boots): under TCG the
+/// counters per operation follow the emulation speed, which a busy host lowers.
+pub fn load_note(loads: &[f64], host_cpus: usize) -> Option<String> {
+    let lo = loads.iter().copied().reduce(f64::min)?;
+    let hi = loads.iter().copied().reduce(f64::max)?;
+    let busy = hi > 0.5 * host_cpus as f64;
+    Some(format!(
+        "host load average {lo:.1}-{hi:.1} at the boots ({host_cpus} host CPUs){}",
+        if busy {
+            ": a busy host stalls a TCG guest's vCPUs and slows its emulation, which moves its counters per \
+             operation (docs/vm.md); the ground truth was measured on an idle host"
+        } else {
+            ""
+        }
+    ))
+}
+
 /// The host's 1-minute load average (`/proc/loadavg`): a TCG guest's vCPUs are host threads,
 /// and on a busy host they stall for milliseconds while the guest's clock runs on, which
 /// moves its counters (more ticks per message, wakees left on a stalled vCPU); the ground
@@ -556,6 +580,14 @@ fn origin(req: &CompareRequest, g: &GuestInfo, release: &str, unmeasured: &[&str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_host_load_is_noted_and_a_busy_host_said() {
+        assert_eq!(load_note(&[], 2), None);
+        assert_eq!(load_note(&[0.2, 0.05], 2).unwrap(), "host load average 0.1-0.2 at the boots (2 host CPUs)");
+        let busy = load_note(&[3.4, 7.4], 2).unwrap();
+        assert!(busy.starts_with("host load average 3.4-7.4 at the boots (2 host CPUs): a busy host"), "{busy}");
+    }
 
     #[test]
     fn boot_orders_are_seeded_permutations() {
