@@ -498,6 +498,10 @@ pub struct CompareArgs {
     pub vm: Option<String>,
     #[command(flatten)]
     pub vm_opts: VmBootArgs,
+    /// With --vm: record every measured run with ftrace in the guest (events enabled with vCPUs
+    /// 1..N-1 offline; the text comes back over the serial port): the wakeup latency rows.
+    #[arg(long)]
+    pub trace: bool,
     /// With --vm: also store every boot's run in this results directory (DIR/results.db, as
     /// `schedlab sweep --out`); boots whose run is stored there already are not booted again.
     #[arg(long, value_name = "DIR")]
@@ -671,6 +675,15 @@ pub struct VmBootArgs {
     /// With --vm: echo the guests' consoles on stderr.
     #[arg(long)]
     pub verbose_vm: bool,
+    /// With --vm: do not take vCPUs 1..N-1 offline and back online right before each run. The
+    /// replug is the default because the ground truth's harness did it: the benchmark inherits
+    /// the launching shell's wakee_flips, which decide how often hackbench tries wake_affine.
+    #[arg(long)]
+    pub no_replug: bool,
+    /// With --vm and --trace: write each measured run's ftrace text to DIR/SPEC-seedN.txt (as
+    /// `schedlab analyze` reads it).
+    #[arg(long, value_name = "DIR")]
+    pub trace_out: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -728,6 +741,9 @@ pub struct VmRunArgs {
     /// Echo the guest's console on stderr.
     #[arg(short, long)]
     pub verbose: bool,
+    /// Do not replug vCPUs 1..N-1 right before each run (as compare --vm's --no-replug).
+    #[arg(long)]
+    pub no_replug: bool,
     /// The workload and its own flags, as for `schedlab native`: `hackbench -p -g 1 -l 200`.
     #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "WORKLOAD")]
     pub workload: Vec<String>,

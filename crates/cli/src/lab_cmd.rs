@@ -191,6 +191,9 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<()> {
         return crate::vm_cmd::compare_vm(a, kernel, opts, format);
     }
     a.vm_opts.refuse_without_vm()?;
+    if a.trace {
+        return user("--trace: only with --vm KERNEL (a model run writes its trace with `schedlab run --trace FILE`)");
+    }
     if a.out.is_some() {
         return user(
             "--out: only with --vm KERNEL (model runs go to a results store with `schedlab sweep PLAN --out DIR`)",

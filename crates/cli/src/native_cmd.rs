@@ -348,6 +348,8 @@ fn json_report(
         "metric": { "name": r.workload.metric.name, "value": r.metric, "better": r.workload.metric.better.as_str() },
         "native": {
             "elapsed_ns": r.elapsed_ns,
+            "start_mono_ns": r.start_mono_ns,
+            "end_mono_ns": r.end_mono_ns,
             "wall_ms": (wall_ms * 1000.0).round() / 1000.0,
             "ops": r.ops,
             "op": r.op_name,

@@ -24,6 +24,8 @@ impl VmBootArgs {
             ("--accel", self.accel.is_some()),
             ("--timeout", self.timeout.is_some()),
             ("--verbose-vm", self.verbose_vm),
+            ("--no-replug", self.no_replug),
+            ("--trace-out", self.trace_out.is_some()),
         ] {
             if given {
                 return user(format!("{flag}: only with --vm KERNEL"));
@@ -32,14 +34,25 @@ impl VmBootArgs {
         Ok(())
     }
 
-    fn session(&self, kernel: vm::KernelSource, nr_cpus: u32) -> anyhow::Result<vm::SessionOptions> {
+    fn session(
+        &self,
+        kernel: vm::KernelSource,
+        topology: vm::topology::GuestTopology,
+        trace: bool,
+        trace_kb: u32,
+    ) -> anyhow::Result<vm::SessionOptions> {
+        if self.trace_out.is_some() && !trace {
+            return user("--trace-out: only with --trace");
+        }
         Ok(vm::SessionOptions {
             kernel,
-            nr_cpus,
+            topology,
             accel: accel(self.accel.unwrap_or(AccelArg::Auto)),
             timeout: Duration::from_secs(self.timeout.unwrap_or(900)),
             schedlab_bin: std::env::current_exe()?,
             verbose: self.verbose_vm,
+            replug: !self.no_replug,
+            trace_kb: trace.then_some(trace_kb),
         })
     }
 }
@@ -80,11 +93,13 @@ fn vm_run(a: &VmRunArgs) -> anyhow::Result<()> {
     let opts = vm::VmOptions {
         session: vm::SessionOptions {
             kernel,
-            nr_cpus: vm::parse_topology(&a.topology).map_err(vm_error)?,
+            topology: vm::parse_topology(&a.topology).map_err(vm_error)?,
             accel: accel(a.accel),
             timeout: Duration::from_secs(a.timeout),
             schedlab_bin: std::env::current_exe()?,
             verbose: a.verbose,
+            replug: !a.no_replug,
+            trace_kb: None,
         },
         variants,
         runs: a.runs,
@@ -134,7 +149,12 @@ pub fn compare_vm(a: &CompareArgs, kernel: &str, opts: CompareOptions, format: F
         _ => return user("--workload: one workload with --vm"),
     }
     let req = vm::compare::CompareRequest {
-        session: a.vm_opts.session(kernel_source(kernel), vm::parse_topology(topology).map_err(vm_error)?)?,
+        session: a.vm_opts.session(
+            kernel_source(kernel),
+            vm::parse_topology(topology).map_err(vm_error)?,
+            a.trace,
+            vm::guest::TRACE_KB,
+        )?,
         vm_arg: kernel.to_string(),
         base: base.clone(),
         variants: a.variant.clone(),
@@ -143,6 +163,7 @@ pub fn compare_vm(a: &CompareArgs, kernel: &str, opts: CompareOptions, format: F
         seed: a.seed.unwrap_or(1),
         workload,
         options: opts,
+        trace_out: a.vm_opts.trace_out.clone(),
     };
     let store = store(&a.out)?;
     on_interrupt();
@@ -163,12 +184,10 @@ pub fn compare_vm(a: &CompareArgs, kernel: &str, opts: CompareOptions, format: F
 
 /// `schedlab validate --vm KERNEL`.
 pub fn validate_vm(a: &ValidateArgs, kernel: &str) -> anyhow::Result<()> {
-    for (flag, given) in
-        [("--pin", a.pin.is_some()), ("--trace", a.trace), ("--builtin", a.builtin), ("--kernel", a.kernel != "host")]
-    {
+    for (flag, given) in [("--pin", a.pin.is_some()), ("--builtin", a.builtin), ("--kernel", a.kernel != "host")] {
         if given {
             return user(format!(
-                "{flag}: not with --vm (the guest runs the real tools untraced; the model runs the guest's kernel)"
+                "{flag}: not with --vm (the guest runs schedlab's own workers on all its vCPUs; the model runs the guest's kernel)"
             ));
         }
     }
@@ -185,7 +204,12 @@ pub fn validate_vm(a: &ValidateArgs, kernel: &str) -> anyhow::Result<()> {
         }
     }
     let req = vm::validate::ValidateRequest {
-        session: a.vm_opts.session(kernel_source(kernel), vm::parse_topology(topology).map_err(vm_error)?)?,
+        session: a.vm_opts.session(
+            kernel_source(kernel),
+            vm::parse_topology(topology).map_err(vm_error)?,
+            a.trace,
+            a.trace_buffer_kb,
+        )?,
         runs: a.runs,
         warmup: a.vm_opts.warmup.unwrap_or(1),
         workload: a.workload.clone(),
@@ -198,6 +222,7 @@ pub fn validate_vm(a: &ValidateArgs, kernel: &str) -> anyhow::Result<()> {
         },
         costs,
         seed: a.seed,
+        trace_out: a.vm_opts.trace_out.clone(),
     };
     on_interrupt();
     let store = store(&a.out)?;

@@ -54,8 +54,11 @@ fn compare_validate_and_a_user_image_on_a_real_kernel() {
     // goes to a results store (outside TMPDIR, which must end empty).
     let results = tempfile::tempdir().unwrap();
     let out_dir = results.path().to_str().unwrap();
+    // Both boots traced in the guest (events enabled with vCPU 1 offline), the texts written
+    // on the host.
+    let traces = results.path().join("traces");
     let mut args = vec!["compare", "--vm", KERNEL_PKG, "--format", "json", "--out", out_dir, "--base", "default"];
-    args.extend(["--variant", "NO_WAKEUP_PREEMPTION"]);
+    args.extend(["--variant", "NO_WAKEUP_PREEMPTION", "--trace", "--trace-out", traces.to_str().unwrap()]);
     args.extend(boot);
     args.extend(["hackbench", "-p", "-g", "1", "-l", "20"]);
     let c = run_json(tmp.path(), &args);
@@ -74,13 +77,33 @@ fn compare_validate_and_a_user_image_on_a_real_kernel() {
         assert!(k["nr_wakeups_local"].as_f64().unwrap() + k["nr_wakeups_remote"].as_f64().unwrap() > 0.0, "{k}");
         // The kernel keeps no count of wakeup preemptions: n/a, never a made-up 0.
         assert!(k["nr_wakeup_preemptions"].is_null(), "{k}");
+        // The wakeup latencies come from the guest's trace: at least a microsecond each.
+        let (p50, p99) = (k["wakeup_latency_p50_us"].as_f64().unwrap(), k["wakeup_latency_p99_us"].as_f64().unwrap());
+        assert!(p50 >= 1.0 && p99 >= p50, "{k}");
         assert!(arm["values"][0].as_f64().unwrap() > 0.0);
     }
+    // The guest's sched domains and LLC, checked against `schedlab topology show smp:2`.
+    let notes: Vec<&str> = c["origin"]["notes"].as_array().unwrap().iter().filter_map(|n| n.as_str()).collect();
+    assert!(
+        notes.iter().any(|n| n.starts_with("guest sched domains and LLCs agree with `schedlab topology show smp:2`")
+            && n.contains("CPU 0: MC 0-1; LLC 0-1")),
+        "{notes:?}"
+    );
     let reproduce = c["reproduce"][0].as_str().unwrap();
     assert!(
         reproduce.starts_with("schedlab compare --vm linux-image-6.12.117+deb13-amd64 --accel tcg --topology smp:2"),
         "{reproduce}"
     );
+
+    // Each trace, read by `schedlab analyze` on the host, holds the run's hackbench tasks: as
+    // many wakeups as /proc counted in the guest, give or take the few at the run's edges.
+    for (spec, arm) in [("default", a), ("NO_WAKEUP_PREEMPTION", b)] {
+        let file = traces.join(format!("{spec}-seed1.txt"));
+        let an = run_json(tmp.path(), &["analyze", "--json", "--comm", "hackbench", file.to_str().unwrap()]);
+        let (traced, counted) =
+            (an["counters"]["nr_wakeups"].as_f64().unwrap(), arm["counters"]["nr_wakeups"].as_f64().unwrap());
+        assert!((traced - counted).abs() <= 0.05 * counted + 2.0, "{spec}: traced {traced}, /proc {counted}");
+    }
 
     stored_runs_are_the_same_store_as_the_models(tmp.path(), out_dir, &args, &c);
 
@@ -212,6 +235,9 @@ fn what_a_guest_cannot_express_fails_before_any_boot() {
         schedlab(tmp.path()).args(["compare", "--base", "v7.3", "--warmup", "2", "pipe", "-l", "10"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--warmup: only with --vm"));
+    let out = schedlab(tmp.path()).args(["compare", "--base", "v7.3", "--trace", "pipe", "-l", "10"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--trace: only with --vm"));
 }
 
 #[test]
@@ -225,4 +251,12 @@ fn a_topology_the_guest_cannot_boot_is_a_one_line_usage_error() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("--topology 2s4c"), "{err}");
+    // A preset qemu cannot boot under TCG here: said before any boot.
+    let out = schedlab(tmp.path())
+        .args(["vm", "run", "--bzimage", "/nonexistent", "--topology", "arm64-128", "pipe", "-l", "10"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--topology arm64-128: 128 CPUs; a TCG guest boots 1..=64"), "{err}");
 }

@@ -38,11 +38,12 @@
 //! [[vm]]
 //! name = "6.12"                 # optional; default vm[i]
 //! vm = "linux-image-6.12.117+deb13-amd64"   # a Debian kernel package or an image path
-//! topology = "smp:2"            # smp:N (default smp:2)
+//! topology = "smp:2"            # smp:N, a preset or a topology file qemu can boot (default smp:2)
 //! base = "default"              # guest SPECs: default, FEATURE/NO_FEATURE, preempt=, sysctls
 //! variant = ["NO_WAKEUP_PREEMPTION"]
 //! runs = 3                      # boots per variant (default 3); warmup = 1, seed = 1,
-//! workload = "hackbench -p -g 1 -l 200"     # accel = "auto", timeout = 900 (per boot)
+//! workload = "hackbench -p -g 1 -l 200"     # accel = "auto", timeout = 900 (per boot),
+//!                                           # replug = true (false: --no-replug)
 //! ```
 //!
 //! A plan may hold only `[[vm]]` tables. Their boots are numbered after the model's runs
@@ -122,7 +123,7 @@ pub struct VmPlan {
     pub name: String,
     /// `vm`: a Debian kernel package or a kernel image path, as `compare --vm`.
     pub vm: String,
-    /// `topology`: `smp:N` (default `smp:2`).
+    /// `topology`: `smp:N`, a preset or a topology file (default `smp:2`).
     pub topology: String,
     /// `base` (default `default`) and `variant`, a list of guest SPECs.
     pub base: String,
@@ -135,6 +136,9 @@ pub struct VmPlan {
     /// `accel`: `auto`, `kvm` or `tcg` (default `auto`); `timeout`: seconds per boot (900).
     pub accel: String,
     pub timeout_s: u64,
+    /// `replug`: replug vCPUs 1..N-1 right before each run, the ground truth's method
+    /// (default `true`; `false` is `--no-replug`).
+    pub replug: bool,
     /// `workload`: one workload line.
     pub workload: Vec<String>,
 }
@@ -444,6 +448,7 @@ struct RawVm {
     seed: Option<Spanned<u64>>,
     accel: Option<Spanned<String>>,
     timeout: Option<Spanned<u64>>,
+    replug: Option<bool>,
     workload: Spanned<String>,
 }
 
@@ -777,6 +782,7 @@ fn parse_vm_tables(raw: &[RawVm], at: &dyn Fn(usize, &str, String) -> LabError) 
             seed,
             accel,
             timeout_s,
+            replug: t.replug.unwrap_or(true),
             workload,
         });
     }

@@ -608,6 +608,11 @@ pub struct GuestInfo {
     /// The counters (as [`crate::compare::COUNTERS`] names them) the run could not measure:
     /// shown as n/a, never as 0.
     pub unmeasured: Vec<String>,
+    /// vCPUs 1..N-1 were taken offline and back online right before the run, from the shell
+    /// that started it (the ground truth's method; runs stored before the option existed were
+    /// measured without it and read `false`).
+    #[serde(default)]
+    pub replug: bool,
 }
 
 /// The run-wide counters, by their schedstat names.

@@ -235,6 +235,7 @@ fn stored_real_kernel_runs_compare_with_their_origin() {
         hz: Some(250),
         preempt: Some("voluntary".into()),
         unmeasured: vec!["nr_wakeup_preemptions".into(), "nr_ipis".into()],
+        replug: true,
     });
     let workload: Vec<String> = ["hackbench", "-p", "-g", "1", "-l", "200"].map(String::from).to_vec();
     for (spec, metric) in [("default", 1.2), ("NO_WAKEUP_PREEMPTION", 0.6)] {
@@ -278,6 +279,11 @@ fn stored_real_kernel_runs_compare_with_their_origin() {
         "schedlab compare --vm linux-image-6.12.117+deb13-amd64 --accel tcg --topology smp:2 --seed 4 --runs 3 \
          --warmup 1 --base default --variant NO_WAKEUP_PREEMPTION hackbench -p -g 1 -l 200"
     );
+    // Runs measured without the replug rerun without it.
+    let mut plain = t.vm.clone().unwrap();
+    plain.replug = false;
+    let line = lab::compare::vm_reproduce_line(&plain, "smp:2", &workload, &[4, 5, 6], &stored.selection);
+    assert!(line.contains("--warmup 1 --no-replug --base default"), "{line}");
     let origin = c.origin.as_ref().unwrap();
     assert!(
         origin.title.contains("real kernel under qemu (linux-image-6.12.117+deb13-amd64, TCG)"),

@@ -128,6 +128,9 @@ fn vm_tables_name_real_kernel_runs() {
     );
     assert_eq!((t.base.as_str(), t.variants.as_slice()), ("default", &["NO_WAKEUP_PREEMPTION".to_string()][..]));
     assert_eq!((t.runs, t.warmup, t.seed, t.accel.as_str(), t.timeout_s), (3, 1, 1, "auto", 900));
+    assert!(t.replug, "the ground truth's launch by default");
+    let plain = parse_plan(&VM_TABLE.replace("[[vm]]\n", "[[vm]]\nreplug = false\n"), "p").unwrap();
+    assert!(!plain.vm[0].replug);
     assert_eq!(t.workload, ["hackbench", "-p", "-g", "1", "-l", "200"]);
     assert_eq!((t.boot_count(), plan.vm_first_index(0), plan.total_count()), (6, 12, 18));
 

@@ -116,6 +116,7 @@ pub struct TraceSession {
 }
 
 /// What a capture recorded.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Captured {
     /// The instance's `trace` file: ftrace text.
     pub text: String,

@@ -35,6 +35,9 @@ pub struct CompareRequest {
     pub seed: u64,
     pub workload: Vec<String>,
     pub options: CompareOptions,
+    /// With a trace (`session.trace_kb`): write each measured run's ftrace text here, as
+    /// `schedlab analyze` reads it.
+    pub trace_out: Option<std::path::PathBuf>,
 }
 
 /// The comparison and what each boot did.
@@ -71,8 +74,17 @@ fn counter(c: &Value, k: &str) -> u64 {
     c[k].as_u64().unwrap_or(0)
 }
 
+/// The wakeup latency percentiles (p50, p90, p99, max, ns) of a traced run whose trace arrived
+/// and was read; `None` for an untraced run.
+pub fn trace_latency(run: &GuestRun) -> Option<[u64; 4]> {
+    let an = run.trace_analysis()?.ok()?;
+    let p = an.wakeup_latency_ns();
+    Some([p.p50, p.p90, p.p99, p.max])
+}
+
 /// The lab's record of one guest run (counters the guest does not have are 0 here and masked
-/// in the table: [`GUEST_UNMEASURED`]).
+/// in the table: [`GUEST_UNMEASURED`]; the wakeup latencies come from the run's trace when it
+/// was traced).
 pub fn record(run: &GuestRun, variant: &str, release: &str, topology: &str, seed: u64) -> RunRecord {
     let c = &run.json["counters"];
     let better = match run.json["metric"]["better"].as_str() {
@@ -110,7 +122,7 @@ pub fn record(run: &GuestRun, variant: &str, release: &str, topology: &str, seed
             nr_tick_preemptions: 0,
             nr_ipis: counter(c, "nr_ipis"),
         },
-        wakeup_latency_ns: [0; 4],
+        wakeup_latency_ns: trace_latency(run).unwrap_or([0; 4]),
         background: vec![],
         vm: None,
     }
@@ -126,9 +138,15 @@ fn nulls(run: &GuestRun) -> Vec<&'static str> {
         .collect()
 }
 
-/// The counters a guest run could not measure: [`GUEST_UNMEASURED`] and those it left `null`.
+/// The counters a guest run could not measure: [`GUEST_UNMEASURED`] (but the wakeup latencies
+/// of a traced run) and those it left `null`.
 pub fn unmeasured(run: &GuestRun) -> Vec<String> {
-    let mut out: Vec<String> = GUEST_UNMEASURED.iter().map(|s| s.to_string()).collect();
+    let traced = trace_latency(run).is_some();
+    let mut out: Vec<String> = GUEST_UNMEASURED
+        .iter()
+        .filter(|k| !(traced && k.starts_with("wakeup_latency")))
+        .map(|s| s.to_string())
+        .collect();
     out.extend(nulls(run).into_iter().filter(|k| !GUEST_UNMEASURED.contains(k)).map(String::from));
     out
 }
@@ -149,13 +167,14 @@ pub fn variants(req: &CompareRequest) -> Result<Vec<GuestVariant>, VmError> {
 }
 
 /// The results store's key of a boot's measured run: SPEC `vm:KERNEL SPEC` (the kernel as
-/// `--vm` names it, the guest SPEC in force), topology `smp:N`, the workload, "seed"
+/// `--vm` names it, the guest SPEC in force), the topology as `--topology` named it (`smp:N`,
+/// a preset, a file), the workload, "seed"
 /// `seed + round` (so `--seed S --runs N` are seeds S..S+N, as the model's), and no time or
 /// event bound (0, which no model run has). Accelerator and warm-up are not part of it.
-pub fn run_key(kernel_label: &str, v: &GuestVariant, nr_cpus: u32, workload: &[String], seed: u64) -> RunKey {
+pub fn run_key(kernel_label: &str, v: &GuestVariant, topology: &str, workload: &[String], seed: u64) -> RunKey {
     RunKey {
         spec: format!("vm:{kernel_label} {}", v.spec),
-        topology: format!("smp:{nr_cpus}"),
+        topology: topology.to_string(),
         workload: workload.to_vec(),
         seed,
         duration_ns: 0,
@@ -187,6 +206,8 @@ pub struct BootsDone {
     pub already: usize,
     /// Boots not made because of `cancel`.
     pub cancelled: usize,
+    /// The host's 1-minute load average at each boot made ([`host_load`]).
+    pub host_loads: Vec<f64>,
     /// The session, if anything was booted.
     pub session: Option<Session>,
 }
@@ -201,20 +222,21 @@ pub fn boot_rounds(
     note: &(dyn Fn(&str) + Sync),
 ) -> Result<BootsDone, VmError> {
     let label = req.session.kernel.label();
-    let nr_cpus = req.session.nr_cpus;
+    let topology = req.session.topology.name.clone();
     let mut done = BootsDone {
         samples: Vec::new(),
         schedstat: Vec::new(),
         boots: Vec::new(),
         already: 0,
         cancelled: 0,
+        host_loads: Vec::new(),
         session: None,
     };
     let total = (0..req.runs as usize * all.len()).filter(|&i| (into.only)(i)).count();
     let lab_err = |e: lab::LabError| VmError::System(e.to_string());
     if let Some(store) = into.store {
         for (vi, v) in all.iter().enumerate() {
-            let key = run_key(&label, v, nr_cpus, &req.workload, req.seed);
+            let key = run_key(&label, v, &topology, &req.workload, req.seed);
             store.record_variant(&key.spec, &key.spec, if vi == 0 { 0 } else { 1 + vi as i64 }).map_err(lab_err)?;
         }
     }
@@ -225,8 +247,21 @@ pub fn boot_rounds(
             }
             let v = &all[vi];
             let seed = req.seed.wrapping_add(u64::from(round));
-            let key = run_key(&label, v, nr_cpus, &req.workload, seed);
+            let key = run_key(&label, v, &topology, &req.workload, seed);
             if let Some(stored) = into.store.map(|s| s.get(&key)).transpose().map_err(lab_err)?.flatten() {
+                // The launch is not part of the key (a table mixes nothing): a stored run
+                // measured the other way is the user's to resolve, not to reuse silently.
+                if let Some(g) = stored.record.vm.as_ref()
+                    && g.replug != req.session.replug
+                {
+                    return Err(VmError::Usage(format!(
+                        "the results store has {} seed {seed} measured {} the replug before the run; \
+                         use another --out, or {}",
+                        key.spec,
+                        if g.replug { "with" } else { "without" },
+                        if g.replug { "drop --no-replug" } else { "add --no-replug" }
+                    )));
+                }
                 done.already += 1;
                 done.samples.push(Sample { variant: v.name.clone(), key, record: stored.record });
                 done.schedstat.push(None);
@@ -247,20 +282,25 @@ pub fn boot_rounds(
                 runs: 1,
                 workload: req.workload.clone(),
                 builtin: true,
+                replug: req.session.replug,
+                trace_kb: req.session.trace_kb,
             };
             note(&format!(
-                "vm: boot {}/{total}: {} ({}), round {}",
+                "vm: boot {}/{total}: {} ({}), round {}{}",
                 done.boots.len() + done.already + 1,
                 label_of(vi),
                 v.name,
-                round + 1
+                round + 1,
+                host_load().map_or(String::new(), |l| format!(" (host load average {l:.2})"))
             ));
+            done.host_loads.extend(host_load());
             let started = std::time::Instant::now();
             let b =
                 session.boot(&plan, &format!("{} `{}`", if vi == 0 { "--base" } else { "--variant" }, v.name), note)?;
             let release = b.console.release.clone().unwrap_or_default();
             let (hz, preempt) = session.kernel.sched_config();
             for run in &b.runs {
+                check_trace(run, &format!("{} round {}", v.name, round + 1), req.trace_out.as_deref(), seed, v, note)?;
                 let unmeasured = unmeasured(run);
                 let mut record = record(run, &v.name, &release, &key.topology, seed);
                 record.vm = Some(GuestInfo {
@@ -270,6 +310,7 @@ pub fn boot_rounds(
                     hz,
                     preempt: preempt.map(String::from),
                     unmeasured,
+                    replug: req.session.replug,
                 });
                 if let Some(store) = into.store {
                     store.insert(&key.spec, &key, &record, started.elapsed().as_secs_f64() * 1e3).map_err(lab_err)?;
@@ -281,6 +322,39 @@ pub fn boot_rounds(
         }
     }
     Ok(done)
+}
+
+/// A traced run's capture: an error when it did not arrive or cannot be read, a note when the
+/// guest's buffer lost events, and its text written to `out` (`VARIANT-seedN.txt`, the variant's
+/// SPEC with every character but letters, digits, `-`, `_`, `.` and `=` made `_`).
+pub fn check_trace(
+    run: &GuestRun,
+    label: &str,
+    out: Option<&std::path::Path>,
+    seed: u64,
+    v: &GuestVariant,
+    note: &(dyn Fn(&str) + Sync),
+) -> Result<(), VmError> {
+    let Some(cap) = &run.trace else { return Ok(()) };
+    let cap = cap.as_ref().map_err(|e| VmError::Guest(format!("{label}: the guest's trace: {e}")))?;
+    if let Some(Err(e)) = run.trace_analysis() {
+        return Err(VmError::Guest(format!("{label}: the guest's trace: {e}")));
+    }
+    if cap.dropped > 0 {
+        note(&format!(
+            "vm: {label}: the guest's trace buffer lost {} events (a bigger --trace-buffer-kb keeps them)",
+            cap.dropped
+        ));
+    }
+    if let Some(dir) = out {
+        std::fs::create_dir_all(dir).map_err(|e| VmError::System(format!("{}: {e}", dir.display())))?;
+        let name: String =
+            v.spec.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.=".contains(c) { c } else { '_' }).collect();
+        let path = dir.join(format!("{name}-seed{seed}.txt"));
+        std::fs::write(&path, &cap.text).map_err(|e| VmError::System(format!("{}: {e}", path.display())))?;
+        note(&format!("vm: {label}: trace written to {}", path.display()));
+    }
+    Ok(())
 }
 
 /// Boots `runs` rounds of every variant and builds the comparison; with a store, runs already
@@ -324,7 +398,15 @@ pub fn compare(
         lab::compare::build(&done.samples, &sel, req.options).map_err(|e| VmError::System(e.to_string()))?;
     comparison.mask_counters(&unmeasured);
     let guest = done.samples.iter().find_map(|s| s.record.vm.clone()).unwrap_or_default();
-    let origin = origin(req, &guest, &release, &unmeasured);
+    let mut origin = origin(req, &guest, &release, &unmeasured);
+    // What the kernel built against the topology the model's answer is for: said in the table,
+    // a mismatch above all.
+    if let Some((_, lines)) = done.session.as_ref().and_then(|s| s.domains_check.as_ref()) {
+        origin.notes.extend(lines.iter().cloned());
+    }
+    if let Some(note) = load_note(&done.host_loads, std::thread::available_parallelism().map_or(1, |n| n.get())) {
+        origin.notes.push(note);
+    }
     for g in &mut comparison.groups {
         g.reproduce = origin.reproduce.clone();
     }
@@ -412,6 +494,31 @@ impl VmComparison {
     }
 }
 
+/// The table's note on the host's load during the boots (`None` without boots): under TCG the
+/// counters per operation follow the emulation speed, which a busy host lowers.
+pub fn load_note(loads: &[f64], host_cpus: usize) -> Option<String> {
+    let lo = loads.iter().copied().reduce(f64::min)?;
+    let hi = loads.iter().copied().reduce(f64::max)?;
+    let busy = hi > 0.5 * host_cpus as f64;
+    Some(format!(
+        "host load average {lo:.1}-{hi:.1} at the boots ({host_cpus} host CPUs){}",
+        if busy {
+            ": a busy host stalls a TCG guest's vCPUs and slows its emulation, which moves its counters per \
+             operation (docs/vm.md); the ground truth was measured on an idle host"
+        } else {
+            ""
+        }
+    ))
+}
+
+/// The host's 1-minute load average (`/proc/loadavg`): a TCG guest's vCPUs are host threads,
+/// and on a busy host they stall for milliseconds while the guest's clock runs on, which
+/// moves its counters (more ticks per message, wakees left on a stalled vCPU); the ground
+/// truth was measured on an idle host, so each boot says what it had.
+pub fn host_load() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg").ok()?.split_whitespace().next()?.parse().ok()
+}
+
 fn label_of(i: usize) -> String {
     lab::report::label(i)
 }
@@ -419,14 +526,17 @@ fn label_of(i: usize) -> String {
 fn origin(req: &CompareRequest, g: &GuestInfo, release: &str, unmeasured: &[&str]) -> Origin {
     let accel = if g.accel == "kvm" { crate::Accel::Kvm } else { crate::Accel::Tcg };
     let mut reproduce = format!(
-        "schedlab compare --vm {} --accel {} --topology smp:{} --seed {} --runs {} --warmup {}",
+        "schedlab compare --vm {} --accel {} --topology {} --seed {} --runs {} --warmup {}",
         lab::words::quote(&req.vm_arg),
         if accel == crate::Accel::Kvm { "kvm" } else { "tcg" },
-        req.session.nr_cpus,
+        lab::words::quote(&req.session.topology.name),
         req.seed,
         req.runs,
         req.warmup
     );
+    if !req.session.replug {
+        reproduce += " --no-replug";
+    }
     reproduce += &format!(" --base {}", lab::words::quote(&req.base));
     for v in &req.variants {
         reproduce += &format!(" --variant {}", lab::words::quote(v));
@@ -438,7 +548,7 @@ fn origin(req: &CompareRequest, g: &GuestInfo, release: &str, unmeasured: &[&str
             lab::store::VERSION,
             req.session.kernel.label(),
             accel.name(),
-            req.session.nr_cpus,
+            req.session.topology.nr_cpus(),
             g.hz.map_or("?".into(), |h| h.to_string()),
             g.preempt.as_deref().unwrap_or("?"),
         ),
@@ -448,6 +558,15 @@ fn origin(req: &CompareRequest, g: &GuestInfo, release: &str, unmeasured: &[&str
                  the variants' order in each round drawn from seed {}; \"seed\" i below is round i (paired across variants)",
                 req.runs, req.warmup, req.seed
             ),
+            if req.session.replug {
+                "launch: vCPUs 1..N-1 taken offline and back online right before each run by the shell that starts it \
+                 (the ground truth's method: the benchmark inherits the shell's wakee_flips)"
+                    .to_string()
+            } else {
+                "launch: no replug right before the run (--no-replug): the benchmark inherits the launching shell's \
+                 wakee_flips as its earlier work left them"
+                    .to_string()
+            },
             "counters: the workload's tasks' /proc/<tid>/sched, read before reaping (schedstats on); \
              the metric in the guest's time (emulated under TCG: compare variants, not absolute values)"
                 .to_string(),
@@ -461,6 +580,14 @@ fn origin(req: &CompareRequest, g: &GuestInfo, release: &str, unmeasured: &[&str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_host_load_is_noted_and_a_busy_host_said() {
+        assert_eq!(load_note(&[], 2), None);
+        assert_eq!(load_note(&[0.2, 0.05], 2).unwrap(), "host load average 0.1-0.2 at the boots (2 host CPUs)");
+        let busy = load_note(&[3.4, 7.4], 2).unwrap();
+        assert!(busy.starts_with("host load average 3.4-7.4 at the boots (2 host CPUs): a busy host"), "{busy}");
+    }
 
     #[test]
     fn boot_orders_are_seeded_permutations() {

@@ -23,6 +23,9 @@ pub struct GuestRun {
     pub migrations: u64,
     pub metric_name: String,
     pub metric: f64,
+    /// The run's ftrace capture (`--trace`): its text and the events the guest's buffer lost
+    /// (overruns and drops, summed over vCPUs); `Err` when it did not arrive whole.
+    pub trace: Option<Result<native::ftrace::Captured, String>>,
 }
 
 impl GuestRun {
@@ -41,6 +44,7 @@ impl GuestRun {
             migrations: u(c, "nr_migrations")?,
             metric_name: v["metric"]["name"].as_str().unwrap_or("value").to_string(),
             metric: v["metric"]["value"].as_f64().ok_or("no metric.value in the guest's JSON")?,
+            trace: None,
         })
     }
 
@@ -53,6 +57,72 @@ impl GuestRun {
     pub fn per_op(&self, n: u64) -> f64 {
         n as f64 / self.ops.max(1) as f64
     }
+
+    /// The run's ftrace capture analysed by `schedlab analyze`'s reader and analysis
+    /// ([`native::trace::analyze_capture`], as `schedlab native --trace` does on a host): the
+    /// workload's tasks (by the names the guest reported for them) over its measured interval
+    /// (the guest's CLOCK_MONOTONIC, the trace clock the agent set). `None` when untraced.
+    pub fn trace_analysis(&self) -> Option<Result<schedtrace::Analysis, String>> {
+        let cap = match self.trace.as_ref()? {
+            Ok(c) => c,
+            Err(e) => return Some(Err(e.clone())),
+        };
+        let n = &self.json["native"];
+        let (Some(start), Some(end)) = (n["start_mono_ns"].as_u64(), n["end_mono_ns"].as_u64()) else {
+            return Some(Err("the guest's JSON has no start_mono_ns/end_mono_ns for its trace".into()));
+        };
+        let mut comms: Vec<&str> =
+            self.json["tasks"].as_array().into_iter().flatten().filter_map(|t| t["comm"].as_str()).collect();
+        comms.sort_unstable();
+        comms.dedup();
+        Some(native::trace::analyze_capture(cap, &comms, start, end))
+    }
+}
+
+/// Decodes standard base64 (RFC 4648 with padding; whitespace ignored), as busybox `base64`
+/// writes it.
+pub fn base64_decode(text: &str) -> Result<Vec<u8>, String> {
+    let val = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    };
+    let bytes: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+    if !bytes.len().is_multiple_of(4) {
+        return Err(format!("base64: {} characters, not a multiple of 4", bytes.len()));
+    }
+    let mut out = Vec::with_capacity(bytes.len() / 4 * 3);
+    for (i, q) in bytes.chunks(4).enumerate() {
+        let last = i + 1 == bytes.len() / 4;
+        let pad = q.iter().rev().take_while(|&&c| c == b'=').count();
+        if pad > 2 || (pad > 0 && !last) {
+            return Err("base64: padding inside the text".into());
+        }
+        let mut n = 0u32;
+        for &c in &q[..4 - pad] {
+            n = n << 6 | val(c).ok_or_else(|| format!("base64: unexpected character {:?}", c as char))?;
+        }
+        n <<= 6 * pad as u32;
+        let b = n.to_be_bytes();
+        out.extend_from_slice(&b[1..4 - pad]);
+    }
+    Ok(out)
+}
+
+/// The capture from its gzipped, base64-encoded lines.
+fn decode_trace(b64: &str, lost: Option<u64>) -> Result<native::ftrace::Captured, String> {
+    use std::io::Read as _;
+    let gz = base64_decode(b64)?;
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(&gz[..])
+        .read_to_string(&mut text)
+        .map_err(|e| format!("the guest's trace did not arrive whole ({} bytes gzipped): {e}", gz.len()))?;
+    Ok(native::ftrace::Captured { text, dropped: lost.unwrap_or(0), overrun: 0 })
 }
 
 /// Everything one boot reported.
@@ -80,6 +150,12 @@ pub struct Console {
     pub ended: bool,
     /// Index of the first line of a kernel oops, BUG or panic.
     pub oops_at: Option<usize>,
+    /// `(cpu, domain index, name)` from `/sys/kernel/debug/sched/domains/cpuN/domainM/name`.
+    pub domain_names: Vec<(u32, u32, String)>,
+    /// `(cpu, domain index, span)` from the `domainM` lines of `/proc/schedstat`.
+    pub domain_spans: Vec<(u32, u32, Vec<u32>)>,
+    /// `(cpu, the CPUs sharing its L3)` from `cache/index3/shared_cpu_list`.
+    pub llc: Vec<(u32, Vec<u32>)>,
 }
 
 /// Kernel messages that mean the guest is broken (`die()`, `BUG:`, `panic()`).
@@ -95,6 +171,9 @@ pub fn parse(console: &[String], agent: &[String]) -> Console {
     let mut rcs: Vec<(u32, i32)> = vec![];
     let mut stderr: Vec<(u32, String)> = vec![];
     let mut schedstat: Vec<(u32, bool, String)> = vec![];
+    let mut traces: std::collections::BTreeMap<u32, String> = Default::default();
+    let mut lost: std::collections::BTreeMap<u32, u64> = Default::default();
+    let mut sd_cpu: Option<u32> = None;
     for line in agent {
         let Some(rest) = line.strip_prefix(MARK).and_then(|r| r.strip_prefix(' ')) else { continue };
         let (key, val) = rest.split_once(' ').unwrap_or((rest, ""));
@@ -139,6 +218,57 @@ pub fn parse(console: &[String], agent: &[String]) -> Console {
                     schedstat.push((i, when == "before", l.to_string()));
                 }
             }
+            "trace" => {
+                // "trace I BASE64-LINE"
+                if let Some((i, b)) = val.split_once(' ')
+                    && let Ok(i) = i.parse()
+                {
+                    traces.entry(i).or_default().push_str(b);
+                }
+            }
+            "sd-name" => {
+                // "sd-name cpuN/domainM NAME"
+                if let Some((path, name)) = val.split_once(' ')
+                    && let Some((cpu, dom)) = path.split_once('/')
+                    && let (Some(Ok(cpu)), Some(Ok(dom))) = (
+                        cpu.strip_prefix("cpu").map(str::parse::<u32>),
+                        dom.strip_prefix("domain").map(str::parse::<u32>),
+                    )
+                {
+                    c.domain_names.push((cpu, dom, name.trim().to_string()));
+                }
+            }
+            "sd" => {
+                // "sd cpuN" then "sd domainM MASK" lines, as /proc/schedstat orders them.
+                let mut w = val.split_whitespace();
+                match (w.next(), w.next()) {
+                    (Some(cpu), None) => sd_cpu = cpu.strip_prefix("cpu").and_then(|n| n.parse().ok()),
+                    (Some(dom), Some(mask)) => {
+                        if let (Some(cpu), Some(Ok(dom)), Some(span)) = (
+                            sd_cpu,
+                            dom.strip_prefix("domain").map(str::parse::<u32>),
+                            crate::topology::parse_cpumask(mask),
+                        ) {
+                            c.domain_spans.push((cpu, dom, span));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            "llc" => {
+                if let Some((cpu, l)) = val.split_once(' ')
+                    && let (Ok(cpu), Some(l)) = (cpu.parse(), crate::topology::parse_cpu_list(l))
+                {
+                    c.llc.push((cpu, l));
+                }
+            }
+            "trace-lost" => {
+                if let Some((i, n)) = val.split_once(' ')
+                    && let (Ok(i), Ok(n)) = (i.parse(), n.trim().parse())
+                {
+                    lost.insert(i, n);
+                }
+            }
             "stderr" => {
                 if let Some((i, msg)) = val.split_once(' ')
                     && let Ok(i) = i.parse()
@@ -173,6 +303,11 @@ pub fn parse(console: &[String], agent: &[String]) -> Console {
         let (before, after) = (pick(true), pick(false));
         if !before.is_empty() && !after.is_empty() {
             r.schedstat = Some((before, after));
+        }
+        if let Some(b64) = traces.get(&r.index) {
+            r.trace = Some(decode_trace(b64, lost.get(&r.index).copied()));
+        } else if lost.contains_key(&r.index) {
+            r.trace = Some(Err(format!("run {}: traced, but no trace text arrived", r.index)));
         }
     }
     c
@@ -218,6 +353,55 @@ mod tests {
         assert_eq!(r.per_op(r.switches), 2.0);
         assert_eq!(r.schedstat, Some((vec!["version 16".to_string()], vec!["version 16".to_string()])));
         assert_eq!(c.runs[1].as_ref().unwrap_err(), "schedlab native exited 2 in the guest: bad flag");
+    }
+
+    #[test]
+    fn base64_round_trips() {
+        assert_eq!(base64_decode("aGVsbG8=").unwrap(), b"hello");
+        assert_eq!(base64_decode("aGVs\nbG8h").unwrap(), b"hello!");
+        assert_eq!(base64_decode("aGk=").unwrap(), b"hi");
+        assert!(base64_decode("aGk").is_err() && base64_decode("a=Gk").is_err() && base64_decode("a*Gk").is_err());
+    }
+
+    #[test]
+    fn a_trace_arrives_in_marked_lines_and_is_analysed() {
+        use std::io::Write as _;
+        let text = "# tracer: nop\n\
+            hackbench-10 [000] d..2. 1000.000100: sched_waking: comm=hackbench pid=11 prio=120 target_cpu=001\n\
+            hackbench-10 [000] d..2. 1000.000110: sched_wakeup: comm=hackbench pid=11 prio=120 target_cpu=001\n\
+            <idle>-0 [001] d..2. 1000.000150: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=hackbench next_pid=11 next_prio=120\n";
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(text.as_bytes()).unwrap();
+        let gz = gz.finish().unwrap();
+        // Standard base64, as busybox writes it, in 76-character lines.
+        const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut b64 = String::new();
+        for c in gz.chunks(3) {
+            let n =
+                u32::from(c[0]) << 16 | u32::from(*c.get(1).unwrap_or(&0)) << 8 | u32::from(*c.get(2).unwrap_or(&0));
+            for k in 0..4 {
+                b64.push(if k <= c.len() { A[(n >> (18 - 6 * k) & 63) as usize] as char } else { '=' });
+            }
+        }
+        let json = r#"{"counters":{"nr_switches":1,"nr_involuntary_switches":0,"nr_wakeups":1,"nr_migrations":0},"native":{"ops":1,"op":"message","start_mono_ns":1000000000000,"end_mono_ns":1000001000000},"metric":{"name":"seconds","value":0.5},"tasks":[{"pid":10,"comm":"hackbench"},{"pid":11,"comm":"hackbench"}]}"#;
+        let mut agent = format!("@@SCHEDLAB run 1 rc 0\n@@SCHEDLAB json 1 {json}\n@@SCHEDLAB trace-lost 1 3\n");
+        for chunk in b64.as_bytes().chunks(76) {
+            agent += &format!("@@SCHEDLAB trace 1 {}\n", std::str::from_utf8(chunk).unwrap());
+        }
+        let c = parse(&[], &l(&agent));
+        let r = c.runs[0].as_ref().unwrap();
+        let cap = r.trace.as_ref().unwrap().as_ref().unwrap();
+        assert_eq!((cap.text.as_str(), cap.dropped), (text, 3));
+        let an = r.trace_analysis().unwrap().unwrap();
+        assert_eq!(an.nr_wakeups, 1);
+        // Woken at 1000.000100 (sched_waking), running at 1000.000150: 50 µs (to the
+        // latency histogram's bucket).
+        let p50 = an.wakeup_latency_ns().p50;
+        assert!((49_000..=51_000).contains(&p50), "{p50}");
+        // A run that said it was traced and sent nothing is an error, not an untraced run.
+        let c =
+            parse(&[], &l(&format!("@@SCHEDLAB run 1 rc 0\n@@SCHEDLAB json 1 {json}\n@@SCHEDLAB trace-lost 1 0\n")));
+        assert!(c.runs[0].as_ref().unwrap().trace.as_ref().unwrap().is_err());
     }
 
     #[test]

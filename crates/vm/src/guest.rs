@@ -22,6 +22,10 @@
 /// Prefix of every line the host parses; kernel messages never start with it.
 pub const MARK: &str = "@@SCHEDLAB";
 
+/// The guest's ftrace buffer per vCPU for `compare --vm --trace`, KiB: a traced
+/// `hackbench -p -g 1 -l 200` writes about 2 MB of events in all.
+pub const TRACE_KB: u32 = 16384;
+
 /// The guest's debugfs scheduler directory.
 pub const SCHED_DEBUGFS: &str = "/sys/kernel/debug/sched";
 
@@ -61,6 +65,21 @@ pub struct GuestPlan {
     /// polling thread that is one more task on the guest's few vCPUs, and misses the last
     /// milliseconds of each worker).
     pub builtin: bool,
+    /// Take vCPUs 1..N-1 offline and back online right before every run (warm-up and measured),
+    /// from the shell that then starts the benchmark: the ground truth's harness did
+    /// (`data/ground-truth/qemu-2vcpu`), and it decides the benchmark's starting `wakee_flips`.
+    /// fork copies `wakee_flips` and `wakee_flip_decay_ts` (6.12 `dup_task_struct()`;
+    /// `__sched_fork()` resets neither), and each fair task the hotplug wakes from the shell's
+    /// context (`cpuhp/N` first) is a `record_wakee()` flip of the shell (6.12
+    /// `kernel/sched/fair.c`), so the benchmark starts with the shell's fresh flips, which
+    /// decide how soon `wake_wide()` turns `wake_affine()` off (docs/fidelity.md).
+    pub replug: bool,
+    /// Record the scheduler events ([`native::ftrace::EVENTS`]) of every measured run with
+    /// ftrace in the guest's top-level tracefs, this many KiB of buffer per vCPU: the events
+    /// are enabled once, with vCPUs 1..N-1 offline (enabling a tracepoint patches kernel
+    /// text: its static key and static call), `tracing_on` is set around each measured run
+    /// only, and the text leaves the guest gzipped and base64-encoded on the agent's port.
+    pub trace_kb: Option<u32>,
 }
 
 /// Single-quotes `s` for the shell.
@@ -85,6 +104,26 @@ pub fn init_script(plan: &GuestPlan) -> String {
     for (k, v) in &s.sysctls {
         apply += &format!("setsysctl {} {}\n", quote(k), quote(v));
     }
+    let trace = match plan.trace_kb {
+        None => "TRACE=\n".to_string(),
+        Some(kb) => format!(
+            r#"TRACE=1
+T=/sys/kernel/debug/tracing
+[ -d $T/events ] || mount -t tracefs tracefs $T
+[ -w $T/events/sched/sched_switch/enable ] || refuse "--trace: this kernel has no writable sched trace events under $T"
+echo 0 > $T/tracing_on
+echo {kb} > $T/buffer_size_kb || fail "--trace: $T/buffer_size_kb refused {kb}"
+echo mono > $T/trace_clock || fail "--trace: no mono trace clock"
+echo 0 > $T/options/overwrite
+offline
+for e in {events}; do
+  echo 1 > $T/events/sched/$e/enable || fail "--trace: enabling sched/$e failed"
+done
+online
+"#,
+            events = native::ftrace::EVENTS.join(" ")
+        ),
+    };
     let calibrate = match &plan.calibrate {
         None => String::new(),
         Some(args) => format!(
@@ -160,17 +199,37 @@ setsysctl() {{
   echo "$2" > $D/$1 || fail "$1=$2: writing $D/$1 failed"
   [ "$(cat $D/$1)" = "$2" ] || fail "$1=$2 did not stick: $D/$1 reads $(cat $D/$1)"
 }}
-{apply}say features "$(cat $F)"
+{apply}# The sched domains and LLCs the kernel built, for the host's check against the preset.
+# domains/ is populated only while sched/verbose is on (update_sched_domain_debugfs()), so it
+# is turned on for the reading and back to what it was.
+V=$(cat $D/verbose 2>/dev/null)
+[ "$V" = N ] && echo Y > $D/verbose
+for d in $D/domains/cpu*/domain*; do
+  [ -r $d/name ] && say sd-name "${{d#$D/domains/}}" "$(cat $d/name)"
+done
+[ "$V" = N ] && echo N > $D/verbose
+sed -n -e 's/^\(cpu[0-9]*\) .*/\1/p' -e 's/^\(domain[0-9]*\) \([A-Z][A-Z]* \)\{{0,1\}}\([0-9a-f,]*\) .*/\1 \3/p' /proc/schedstat | sed "s/^/$M sd /" >&3
+for c in $C/cpu[0-9]*; do
+  [ -r $c/cache/index3/shared_cpu_list ] && say llc "${{c##*/cpu}}" "$(cat $c/cache/index3/shared_cpu_list)"
+done
+say features "$(cat $F)"
 [ -r $D/preempt ] && say preempt "$(cat $D/preempt)"
 for k in base_slice_ns migration_cost_ns nr_migrate tunable_scaling; do
   [ -r $D/$k ] && say sysctl $k "$(cat $D/$k)"
 done
-{calibrate}i=1
+{trace}{calibrate}i=1
 while [ $i -le {total} ]; do
   if [ $i -le {warmup} ]; then kind=warmup; else kind=run; fi
+  # The ground truth's launch: a replug right before the benchmark (see GuestPlan::replug);
+  # /proc/schedstat after it, since the hotplug rebuilds the sched domains and with them
+  # their counters.
+  [ {replug} = 1 ] && {{ offline; online; }}
   cat /proc/schedstat > /tmp/ss0
+  traced=0
+  [ $kind = run ] && [ -n "$TRACE" ] && {{ echo > $T/trace; echo 1 > $T/tracing_on; traced=1; }}
   schedlab native --json {builtin}{argv} > /tmp/out.json 2> /tmp/err.txt
   rc=$?
+  [ $traced = 1 ] && echo 0 > $T/tracing_on
   cat /proc/schedstat > /tmp/ss1
   sed "s/^/$M stderr $i /" /tmp/err.txt >&3
   say $kind $i rc $rc
@@ -178,6 +237,12 @@ while [ $i -le {total} ]; do
     say json $i "$(tr -d '\n' < /tmp/out.json)"
     sed "s/^/$M schedstat $i before /" /tmp/ss0 >&3
     sed "s/^/$M schedstat $i after /" /tmp/ss1 >&3
+    if [ $traced = 1 ]; then
+      lost=0
+      for n in $(sed -n -e 's/^overrun: //p' -e 's/^dropped events: //p' $T/per_cpu/cpu*/stats); do lost=$((lost + n)); done
+      say trace-lost $i $lost
+      gzip -c $T/trace | base64 | sed "s/^/$M trace $i /" >&3
+    fi
   fi
   i=$((i + 1))
 done
@@ -190,6 +255,7 @@ poweroff -f
         warmup = plan.warmup,
         argv = quoted(&plan.workload),
         builtin = if plan.builtin { "--builtin " } else { "" },
+        replug = u8::from(plan.replug),
     )
 }
 
@@ -217,6 +283,8 @@ mod tests {
             runs: 3,
             workload: vec!["hackbench".into(), "-p".into(), "it's".into()],
             builtin: true,
+            replug: true,
+            trace_kb: None,
         }
     }
 
@@ -233,6 +301,34 @@ mod tests {
         let sys = s.find("setsysctl 'base_slice_ns' '3000000'\n").unwrap();
         assert!(feat < pre && pre < sys);
         assert!(!s.contains("schedlab calibrate"));
+        // The replug comes right before the first /proc/schedstat read and the benchmark.
+        let replug = s.find("[ 1 = 1 ] && { offline; online; }\n  cat /proc/schedstat > /tmp/ss0\n").unwrap();
+        assert!(sys < replug && replug < s.find("schedlab native").unwrap());
+        let mut p = plan();
+        p.replug = false;
+        assert!(init_script(&p).contains("[ 0 = 1 ] && { offline; online; }"));
+    }
+
+    #[test]
+    fn tracing_is_armed_offline_and_on_around_measured_runs_only() {
+        let s = init_script(&plan());
+        assert!(s.contains("TRACE=\n") && !s.contains("buffer_size_kb"));
+        let mut p = plan();
+        p.trace_kb = Some(4096);
+        let s = init_script(&p);
+        let (off, en, on) = (
+            s.find("offline\nfor e in sched_switch").unwrap(),
+            s.find("echo 1 > $T/events/sched/$e/enable").unwrap(),
+            s.find("done\nonline\n").unwrap(),
+        );
+        assert!(off < en && en < on, "events enabled with vCPUs 1..N-1 offline");
+        assert!(s.contains("echo 4096 > $T/buffer_size_kb") && s.contains("echo mono > $T/trace_clock"));
+        // On after the replug and the schedstat read, off before the second read.
+        let native = s.find("schedlab native").unwrap();
+        let start = s.find("echo 1 > $T/tracing_on").unwrap();
+        assert!(s.find("cat /proc/schedstat > /tmp/ss0").unwrap() < start && start < native);
+        assert!(native < s.find("echo 0 > $T/tracing_on\n  cat /proc/schedstat > /tmp/ss1").unwrap());
+        assert!(s.contains(r#"gzip -c $T/trace | base64 | sed "s/^/$M trace $i /" >&3"#));
     }
 
     #[test]

@@ -111,13 +111,32 @@ pub fn resolve(src: &KernelSource) -> Result<Kernel, VmError> {
     }
 }
 
-/// `apt-get download NAME` into a temporary directory, `dpkg-deb -x` there, then copies
-/// `boot/vmlinuz-*` and `boot/config-*` into `dest`; the temporary directory (the .deb and its
-/// modules) is removed on return.
-fn fetch_package(name: &str, dest: &Path) -> Result<(), VmError> {
-    let tmp = crate::cleanup::TempDir::new("kernel")?;
+/// The image and the config in an extracted kernel package: `boot/vmlinuz-*` and
+/// `boot/config-*` (Debian's `linux-image-*` up to 6.x), or `usr/lib/modules/*/vmlinuz` and
+/// `usr/lib/modules/*/config` (the 7.x split: the image in `linux-binary-*`, the config in its
+/// `linux-base-*`).
+fn find_kernel_files(root: &Path) -> (Option<PathBuf>, Option<PathBuf>) {
+    let entries = |dir: &Path| -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> =
+            std::fs::read_dir(dir).map(|r| r.filter_map(|e| e.ok().map(|e| e.path())).collect()).unwrap_or_default();
+        v.sort();
+        v
+    };
+    let boot = entries(&root.join("boot"));
+    let prefixed = |prefix: &str| {
+        boot.iter().find(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(prefix))).cloned()
+    };
+    let modules = entries(&root.join("usr/lib/modules"));
+    let in_modules = |file: &str| modules.iter().map(|d| d.join(file)).find(|p| p.is_file());
+    (prefixed("vmlinuz-").or_else(|| in_modules("vmlinuz")), prefixed("config-").or_else(|| in_modules("config")))
+}
+
+/// `apt-get download NAME` and `dpkg-deb -x` into `tmp/x-NAME`, which it returns.
+fn download_extract(name: &str, tmp: &Path) -> Result<PathBuf, VmError> {
+    let dl = tmp.join(format!("dl-{name}"));
+    std::fs::create_dir_all(&dl).map_err(|e| VmError::System(format!("{}: {e}", dl.display())))?;
     let out =
-        Command::new("apt-get").arg("download").arg(name).current_dir(tmp.path()).output().map_err(|e| {
+        Command::new("apt-get").arg("download").arg(name).current_dir(&dl).output().map_err(|e| {
             VmError::System(format!("apt-get download {name}: {e} (is this a Debian system with apt?)"))
         })?;
     if !out.status.success() {
@@ -127,12 +146,12 @@ fn fetch_package(name: &str, dest: &Path) -> Result<(), VmError> {
             "--kernel-pkg {name}: apt-get download failed: {last} (find the name with `apt-cache search linux-image`)"
         )));
     }
-    let deb = std::fs::read_dir(tmp.path())
-        .map_err(|e| VmError::System(format!("{}: {e}", tmp.path().display())))?
+    let deb = std::fs::read_dir(&dl)
+        .map_err(|e| VmError::System(format!("{}: {e}", dl.display())))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .find(|p| p.extension().is_some_and(|x| x == "deb"))
         .ok_or_else(|| VmError::System(format!("apt-get download {name} left no .deb")))?;
-    let root = tmp.path().join("x");
+    let root = tmp.join(format!("x-{name}"));
     let st = Command::new("dpkg-deb")
         .arg("-x")
         .arg(&deb)
@@ -142,18 +161,28 @@ fn fetch_package(name: &str, dest: &Path) -> Result<(), VmError> {
     if !st.success() {
         return Err(VmError::System(format!("dpkg-deb -x {} failed ({st})", deb.display())));
     }
-    let boot = root.join("boot");
-    let find = |prefix: &str| -> Option<PathBuf> {
-        std::fs::read_dir(&boot)
-            .ok()?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .find(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(prefix)))
-    };
-    let Some(vmlinuz) = find("vmlinuz-") else {
+    Ok(root)
+}
+
+/// Fetches package `name` into a temporary directory and copies its image and config
+/// ([`find_kernel_files`]) into `dest`; a 7.x `linux-binary-*` package without a config has it
+/// fetched from its `linux-base-*` (without it HZ and the preemption model are unknown, as for
+/// a user's image). The temporary directory (the .debs and the modules) is removed on return.
+fn fetch_package(name: &str, dest: &Path) -> Result<(), VmError> {
+    let tmp = crate::cleanup::TempDir::new("kernel")?;
+    let root = download_extract(name, tmp.path())?;
+    let (vmlinuz, mut config) = find_kernel_files(&root);
+    let Some(vmlinuz) = vmlinuz else {
         return Err(VmError::Usage(format!(
-            "--kernel-pkg {name}: the package has no /boot/vmlinuz-* (a meta or -dbg package? try the -unsigned or signed image package)"
+            "--kernel-pkg {name}: the package has no /boot/vmlinuz-* or /usr/lib/modules/*/vmlinuz (a meta or -dbg package? try the -unsigned or signed image package)"
         )));
     };
+    if config.is_none()
+        && let Some(version) = name.strip_prefix("linux-binary-")
+        && let Ok(base) = download_extract(&format!("linux-base-{version}"), tmp.path())
+    {
+        config = find_kernel_files(&base).1;
+    }
     std::fs::create_dir_all(dest).map_err(|e| VmError::System(format!("{}: {e}", dest.display())))?;
     let copy = |from: &Path, to: &str| {
         // Copy to a temporary name and rename, so an interrupted fetch never leaves a
@@ -163,8 +192,8 @@ fn fetch_package(name: &str, dest: &Path) -> Result<(), VmError> {
             .and_then(|_| std::fs::rename(&part, dest.join(to)))
             .map_err(|e| VmError::System(format!("{}: {e}", dest.join(to).display())))
     };
-    if let Some(cfg) = find("config-") {
-        copy(&cfg, "config")?;
+    if let Some(cfg) = &config {
+        copy(cfg, "config")?;
     }
     copy(&vmlinuz, "vmlinuz")?;
     Ok(())
@@ -180,6 +209,26 @@ mod tests {
         assert!(!valid_package_name("-o=foo"));
         assert!(!valid_package_name("linux image"));
         assert!(!valid_package_name("a;rm"));
+    }
+
+    #[test]
+    fn both_package_layouts_give_image_and_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = dir.path().join("old");
+        std::fs::create_dir_all(old.join("boot")).unwrap();
+        for f in ["vmlinuz-6.12.117+deb13-amd64", "config-6.12.117+deb13-amd64", "System.map-6.12.117+deb13-amd64"] {
+            std::fs::write(old.join("boot").join(f), "x").unwrap();
+        }
+        let (v, c) = find_kernel_files(&old);
+        assert!(v.unwrap().ends_with("boot/vmlinuz-6.12.117+deb13-amd64"));
+        assert!(c.unwrap().ends_with("boot/config-6.12.117+deb13-amd64"));
+        let new = dir.path().join("new");
+        let m = new.join("usr/lib/modules/7.3.4+deb13-amd64");
+        std::fs::create_dir_all(&m).unwrap();
+        std::fs::write(m.join("vmlinuz"), "x").unwrap();
+        let (v, c) = find_kernel_files(&new);
+        assert!(v.unwrap().ends_with("usr/lib/modules/7.3.4+deb13-amd64/vmlinuz"));
+        assert!(c.is_none(), "7.x: the config is in linux-base-*");
     }
 
     #[test]

@@ -25,6 +25,7 @@ pub mod schedstat;
 pub mod session;
 pub mod spec;
 pub mod sweep;
+pub mod topology;
 pub mod validate;
 
 pub use cleanup::interrupt;

@@ -91,10 +91,14 @@ pub fn qemu_binary() -> Result<&'static str, VmError> {
     }
 }
 
-/// The qemu command line for one boot: ttyS0 on qemu's stdout, ttyS1 into `agent_out`.
+/// Guest memory, MiB, of a guest without NUMA nodes.
+pub const GUEST_MIB: u32 = 512;
+
+/// The qemu command line for one boot: ttyS0 on qemu's stdout, ttyS1 into `agent_out`; the
+/// CPUs, sockets, threads and nodes of `topology`.
 pub fn command(
     accel: Accel,
-    nr_cpus: u32,
+    topology: &crate::topology::GuestTopology,
     kernel: &Path,
     initrd: &Path,
     append: &str,
@@ -105,9 +109,10 @@ pub fn command(
         Accel::Kvm => c.args(["-accel", "kvm", "-cpu", "host"]),
         _ => c.args(["-accel", "tcg,thread=multi"]),
     };
-    c.arg("-smp")
-        .arg(nr_cpus.to_string())
-        .args(["-m", "512M", "-display", "none", "-vga", "none", "-monitor", "none", "-serial", "stdio"])
+    c.args(topology.qemu_args())
+        .arg("-m")
+        .arg(format!("{}M", topology.memory_mib()))
+        .args(["-display", "none", "-vga", "none", "-monitor", "none", "-serial", "stdio"])
         .arg("-serial")
         .arg(format!("file:{}", agent_out.display()))
         .args(["-nic", "none", "-no-reboot", "-kernel"])

@@ -33,15 +33,10 @@ impl Variant {
     }
 }
 
-/// `smp:N`, the only topology this slice boots (one socket, N cores, no SMT, one node).
-pub fn parse_topology(spec: &str) -> Result<u32, VmError> {
-    let n = spec.strip_prefix("smp:").and_then(|n| n.parse::<u32>().ok());
-    match n {
-        Some(n @ 1..=64) => Ok(n),
-        _ => Err(VmError::Usage(format!(
-            "--topology {spec}: a vm guest takes smp:N (N = 1..64) only; presets with sockets, SMT or NUMA nodes are not booted yet"
-        ))),
-    }
+/// The guest's machine: `smp:N`, a preset or a topology file that qemu can boot
+/// ([`crate::topology::parse`]).
+pub fn parse_topology(spec: &str) -> Result<crate::topology::GuestTopology, VmError> {
+    crate::topology::parse(spec)
 }
 
 pub struct VmOptions {
@@ -73,6 +68,8 @@ pub struct VmReport {
     pub tools: Vec<String>,
     pub warmup: u32,
     pub variants: Vec<VariantResult>,
+    /// The check of the guest's sched domains and LLCs against the topology's.
+    pub domains: Vec<String>,
 }
 
 /// Boots once per variant (a second, fresh boot when the first oopses) and collects the
@@ -93,6 +90,7 @@ pub fn run(opts: &VmOptions, note: &(dyn Fn(&str) + Sync)) -> Result<VmReport, V
         tools: session.tools().to_vec(),
         warmup: opts.warmup,
         variants: vec![],
+        domains: vec![],
     };
     for v in &opts.variants {
         let plan = GuestPlan {
@@ -102,6 +100,8 @@ pub fn run(opts: &VmOptions, note: &(dyn Fn(&str) + Sync)) -> Result<VmReport, V
             runs: opts.runs,
             workload: opts.workload.clone(),
             builtin: false,
+            replug: opts.session.replug,
+            trace_kb: opts.session.trace_kb,
         };
         note(&format!("vm: booting for variant {} ({} runs)", v.name, opts.runs));
         let b = session.boot(&plan, &format!("--variant {}", v.name), note)?;
@@ -125,6 +125,7 @@ pub fn run(opts: &VmOptions, note: &(dyn Fn(&str) + Sync)) -> Result<VmReport, V
         ));
         out.variants.push(result);
     }
+    out.domains = session.domains_check.map(|d| d.1).unwrap_or_default();
     Ok(out)
 }
 
@@ -158,6 +159,7 @@ impl VmReport {
             "hz": hz,
             "preempt": preempt,
             "tools": self.tools,
+            "sched_domains_check": self.domains,
             "warmup_runs_discarded": self.warmup,
             "variants": self.variants.iter().map(|v| json!({
                 "variant": v.variant.name,
@@ -197,6 +199,9 @@ impl VmReport {
             "# guest tools: {}",
             if self.tools.is_empty() { "none (schedlab's built-in workers)".into() } else { self.tools.join(", ") }
         );
+        for l in &self.domains {
+            let _ = writeln!(s, "# {l}");
+        }
         let Some(first) = self.variants.first().and_then(|v| v.runs.first()) else { return s };
         let _ = writeln!(
             s,
@@ -251,7 +256,7 @@ mod tests {
 
     #[test]
     fn specs_are_checked() {
-        assert_eq!(parse_topology("smp:2").unwrap(), 2);
+        assert_eq!(parse_topology("smp:2").unwrap().nr_cpus(), 2);
         assert!(matches!(parse_topology("2s4c"), Err(VmError::Usage(_))));
         assert!(matches!(parse_topology("smp:0"), Err(VmError::Usage(_))));
         assert_eq!(

@@ -13,6 +13,7 @@ use crate::guest::{self, GuestPlan};
 use crate::initramfs::{self, Built};
 use crate::kernel::{self, Kernel, KernelSource};
 use crate::qemu::{self, Accel};
+use crate::topology::GuestTopology;
 
 /// The kernel command line: the serial console; warnings and worse only; an oops panics and a
 /// panic exits qemu at once (`-no-reboot`); schedstats on, so `/proc/<tid>/sched` has the
@@ -23,7 +24,8 @@ pub const APPEND: &str = "console=ttyS0 loglevel=4 panic=-1 oops=panic schedstat
 /// What a session boots and how.
 pub struct SessionOptions {
     pub kernel: KernelSource,
-    pub nr_cpus: u32,
+    /// The guest's CPUs (`smp:N`, a preset or a topology file).
+    pub topology: GuestTopology,
     pub accel: Accel,
     /// Per boot.
     pub timeout: Duration,
@@ -31,6 +33,13 @@ pub struct SessionOptions {
     pub schedlab_bin: PathBuf,
     /// Echo every console line through `note`.
     pub verbose: bool,
+    /// Replug vCPUs 1..N-1 right before every run, as the ground truth's harness did
+    /// ([`GuestPlan::replug`]); `false` (`--no-replug`) starts the benchmark from a shell that
+    /// made no wakeups since boot.
+    pub replug: bool,
+    /// Record every measured run with ftrace in the guest, this many KiB of buffer per vCPU
+    /// ([`GuestPlan::trace_kb`]).
+    pub trace_kb: Option<u32>,
 }
 
 pub struct Session {
@@ -39,6 +48,10 @@ pub struct Session {
     /// The accelerator was chosen (`--accel auto`): a KVM that fails falls back to TCG.
     auto: bool,
     pub nr_cpus: u32,
+    pub topology: GuestTopology,
+    /// The check of the guest's sched domains against the topology's, from the first boot that
+    /// reported them: (agree, report lines).
+    pub domains_check: Option<(bool, Vec<String>)>,
     timeout: Duration,
     verbose: bool,
     dir: TempDir,
@@ -63,14 +76,28 @@ impl Session {
         qemu::qemu_binary()?;
         let kernel = kernel::resolve(&opts.kernel)?;
         let accel = opts.accel.resolve();
-        note(&format!("vm: kernel {}, {} vCPUs, accelerator {}", kernel.label, opts.nr_cpus, accel.name()));
+        let t = &opts.topology;
+        note(&format!(
+            "vm: kernel {}, {} ({} vCPUs: {} socket(s) x {} die(s) x {} core(s) x {} thread(s), {} node(s)), accelerator {}",
+            kernel.label,
+            t.name,
+            t.nr_cpus(),
+            t.sockets,
+            t.dies,
+            t.cores,
+            t.threads,
+            t.nodes,
+            accel.name()
+        ));
         let dir = TempDir::new("initramfs")?;
         let base = initramfs::build(dir.path(), &opts.schedlab_bin)?;
         Ok(Session {
             kernel,
             accel,
             auto: opts.accel == Accel::Auto,
-            nr_cpus: opts.nr_cpus,
+            nr_cpus: opts.topology.nr_cpus(),
+            topology: opts.topology.clone(),
+            domains_check: None,
             timeout: opts.timeout,
             verbose: opts.verbose,
             dir,
@@ -96,7 +123,7 @@ impl Session {
             let initrd = self.dir.path().join(format!("boot{}.cpio.gz", self.boots));
             let agent_out = self.dir.path().join(format!("boot{}.agent", self.boots));
             initramfs::with_init(&self.base, &init, &initrd)?;
-            let cmd = qemu::command(self.accel, self.nr_cpus, &self.kernel.image, &initrd, APPEND, &agent_out)?;
+            let cmd = qemu::command(self.accel, &self.topology, &self.kernel.image, &initrd, APPEND, &agent_out)?;
             let verbose = self.verbose;
             let echo = |l: &str| {
                 if verbose {
@@ -154,6 +181,15 @@ impl Session {
                     "the guest stopped before its agent finished ({label}); console tail:\n{}",
                     console::tail(&boot.lines, 30)
                 )));
+            }
+            if self.domains_check.is_none()
+                && let Some(g) = crate::topology::guest_domains(&c)
+            {
+                let (ok, lines) = crate::topology::check(&self.topology, &g);
+                for l in &lines {
+                    note(&format!("vm: {l}"));
+                }
+                self.domains_check = Some((ok, lines));
             }
             let mut runs = vec![];
             for r in &c.runs {

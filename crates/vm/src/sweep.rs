@@ -54,11 +54,13 @@ pub fn request(t: &VmPlan, opts: &SweepOptions) -> Result<CompareRequest, VmErro
     Ok(CompareRequest {
         session: SessionOptions {
             kernel: KernelSource::from_arg(&t.vm),
-            nr_cpus: parse_topology(&t.topology).map_err(in_table)?,
+            topology: parse_topology(&t.topology).map_err(in_table)?,
             accel,
             timeout: Duration::from_secs(t.timeout_s),
             schedlab_bin: opts.schedlab_bin.clone(),
             verbose: opts.verbose,
+            replug: t.replug,
+            trace_kb: None,
         },
         vm_arg: t.vm.clone(),
         base: t.base.clone(),
@@ -69,6 +71,7 @@ pub fn request(t: &VmPlan, opts: &SweepOptions) -> Result<CompareRequest, VmErro
         workload: t.workload.clone(),
         // Significance is for the table `compare --from` draws, not for storing.
         options: CompareOptions { alpha: 0.05, min_effect_pct: 1.0 },
+        trace_out: None,
     })
 }
 
@@ -127,12 +130,12 @@ mod tests {
         let opts = SweepOptions { schedlab_bin: "/bin/true".into(), verbose: false };
         let r = request(&p.vm[0], &opts).unwrap();
         assert_eq!(r.session.kernel, KernelSource::DebianPackage("linux-image-6.12.117+deb13-amd64".into()));
-        assert_eq!((r.session.nr_cpus, r.runs, r.warmup, r.seed), (2, 2, 1, 1));
+        assert_eq!((r.session.topology.nr_cpus(), r.runs, r.warmup, r.seed), (2, 2, 1, 1));
         assert_eq!((r.base.as_str(), r.session.accel), ("default", Accel::Auto));
         assert_eq!(r.session.timeout, Duration::from_secs(900));
         let r = request(&p.vm[1], &opts).unwrap();
         assert_eq!(r.session.kernel, KernelSource::Image("/boot/my-bzImage".into()));
-        assert_eq!((r.session.nr_cpus, r.runs, r.warmup, r.seed, r.session.accel), (4, 1, 0, 7, Accel::Tcg));
+        assert_eq!((r.session.topology.nr_cpus(), r.runs, r.warmup, r.seed, r.session.accel), (4, 1, 0, 7, Accel::Tcg));
         assert_eq!(r.workload, ["pipe", "--classic", "-l", "500"]);
         let all = variants(&r).unwrap();
         assert_eq!(
@@ -140,7 +143,7 @@ mod tests {
             ["NO_PLACE_LAG", "NO_PLACE_LAG PLACE_LAG", "NO_PLACE_LAG preempt=full"]
         );
         // The stored key: what `compare --vm` stores for the same boot.
-        let k = crate::compare::run_key("/boot/my-bzImage", &all[2], 4, &r.workload, 7);
+        let k = crate::compare::run_key("/boot/my-bzImage", &all[2], "smp:4", &r.workload, 7);
         assert_eq!(k.spec, "vm:/boot/my-bzImage NO_PLACE_LAG preempt=full");
         assert_eq!((k.topology.as_str(), k.seed, k.duration_ns, k.max_events), ("smp:4", 7, 0, 0));
     }
@@ -158,9 +161,10 @@ mod tests {
             }
             other => panic!("{:?}", other.map(|r| r.stored)),
         }
-        let p = plan(&TWO_TABLES.replace("smp:4", "desktop-8c16t"));
+        // 128 CPUs: more than a TCG guest boots.
+        let p = plan(&TWO_TABLES.replace("smp:4", "arm64-128"));
         match sweep(&p, &store, None, &opts, &AtomicBool::new(false), &|_| {}) {
-            Err(VmError::Usage(m)) => assert!(m.starts_with("[[vm]] `mine`: --topology desktop-8c16t"), "{m}"),
+            Err(VmError::Usage(m)) => assert!(m.starts_with("[[vm]] `mine`: --topology arm64-128"), "{m}"),
             other => panic!("{:?}", other.map(|r| r.stored)),
         }
         assert_eq!(store.count().unwrap(), 0);
@@ -188,7 +192,7 @@ mod tests {
         .unwrap();
         let t = crate::compare::record(&crate::console::GuestRun::from_json(&v).unwrap(), "x", "6.12", "smp:4", 7);
         for (i, v) in all.iter().enumerate() {
-            let key = crate::compare::run_key("/boot/my-bzImage", v, 4, &r.workload, 7);
+            let key = crate::compare::run_key("/boot/my-bzImage", v, "smp:4", &r.workload, 7);
             if (Shard { index: 0, count: 3 }).contains(6 + i) {
                 store.insert(&key.spec, &key, &t, 1.0).unwrap();
             }

@@ -39,12 +39,16 @@ pub struct ValidateRequest {
     pub costs: Vec<(String, u64)>,
     /// First seed of the model's runs.
     pub seed: u64,
+    /// With a trace: each guest run's ftrace text goes here ([`crate::compare::check_trace`]).
+    pub trace_out: Option<std::path::PathBuf>,
 }
 
 pub struct VmValidation {
     pub kernel_label: String,
     pub accel: String,
     pub nr_cpus: u32,
+    /// The machine as `--topology` named it (guest and model).
+    pub topology: String,
     pub release: String,
     pub preset: String,
     /// What the model was set to and why (preset match, HZ and preemption sources).
@@ -105,11 +109,15 @@ fn model_variant(
 }
 
 /// Figures of a guest run, computed as the model's are (`native::validate::sim_figures` on the
-/// same counters, which the guest reads exactly from schedstats); no wakeup latencies (that
-/// needs a trace).
+/// same counters, which the guest reads exactly from schedstats); wakeup latencies only from a
+/// trace (`--trace`).
 fn guest_figures(run: &GuestRun, ops: Option<u64>) -> Figures {
     let rec = record(run, "guest", "", "", 0);
-    Figures { lat_p50_us: None, lat_p99_us: None, ..nv::sim_figures(&rec, ops) }
+    let f = nv::sim_figures(&rec, ops);
+    match crate::compare::trace_latency(run) {
+        Some(_) => f,
+        None => Figures { lat_p50_us: None, lat_p99_us: None, ..f },
+    }
 }
 
 /// Boots `runs` times and runs the model beside. With a store, every guest run is stored as
@@ -125,11 +133,13 @@ pub fn validate(
         return Err(VmError::Usage("--runs 0: at least one boot".into()));
     }
     let v = spec::parse(&req.variant, None, "--features")?;
-    let nr_cpus = req.session.nr_cpus;
+    let nr_cpus = req.session.topology.nr_cpus();
+    let topology_name = req.session.topology.name.clone();
     let wl = workload::bench::parse_benchmark_on(&req.workload, nr_cpus).map_err(|e| VmError::Usage(e.to_string()))?;
     let ops = native::run::operations(&wl);
     let (ops_n, op) = (ops.map(|o| o.0), ops.map_or("switch", |o| o.1));
-    let mut topology = machine::resolve_topology(&format!("smp:{nr_cpus}")).map_err(VmError::Usage)?;
+    // The model runs the machine the guest was booted as.
+    let mut topology = req.session.topology.topology.clone();
     // Bad cost keys fail before anything boots.
     for (k, ns) in &req.costs {
         topology.costs.clone().set(k, *ns).map_err(|e| VmError::Usage(format!("--cost: {e}")))?;
@@ -151,6 +161,8 @@ pub fn validate(
             runs: 1,
             workload: req.workload.clone(),
             builtin: true,
+            replug: req.session.replug,
+            trace_kb: req.session.trace_kb,
         };
         note(&format!(
             "vm: boot {}/{}{}",
@@ -159,6 +171,10 @@ pub fn validate(
             if plan.calibrate.is_some() { " (with schedlab calibrate first)" } else { "" }
         ));
         let b = session.boot(&plan, &format!("boot {}", i + 1), note)?;
+        for run in &b.runs {
+            let seed = req.seed.wrapping_add(u64::from(i));
+            crate::compare::check_trace(run, &format!("boot {}", i + 1), req.trace_out.as_deref(), seed, &v, note)?;
+        }
         release = b.console.release.clone().unwrap_or_default();
         preempt_file = b.console.preempt.clone();
         if plan.calibrate.is_some() {
@@ -168,7 +184,7 @@ pub fn validate(
         if let Some(store) = store {
             let label = req.session.kernel.label();
             let seed = req.seed.wrapping_add(u64::from(i));
-            let key = crate::compare::run_key(&label, &v, nr_cpus, &req.workload, seed);
+            let key = crate::compare::run_key(&label, &v, &topology_name, &req.workload, seed);
             let (hz, preempt) = session.kernel.sched_config();
             let lab_err = |e: lab::LabError| VmError::System(e.to_string());
             store.record_variant(&key.spec, &key.spec, 0).map_err(lab_err)?;
@@ -181,6 +197,7 @@ pub fn validate(
                     hz,
                     preempt: preempt.map(String::from),
                     unmeasured: crate::compare::unmeasured(run),
+                    replug: req.session.replug,
                 });
                 if !store.insert(&key.spec, &key, &rec, b.total_secs * 1e3).map_err(lab_err)? {
                     note(&format!("vm: a run of {} seed {seed} was stored already; kept that one", key.spec));
@@ -207,7 +224,7 @@ pub fn validate(
         .collect();
     let (hz, _) = session.kernel.sched_config();
     let (variant, model_notes) = model_variant(&release, hz, preempt_file.as_deref(), &v)?;
-    note(&format!("vm: the model ({}) on smp:{nr_cpus}, {} seeds", variant.spec, req.runs));
+    note(&format!("vm: the model ({}) on {topology_name}, {} seeds", variant.spec, req.runs));
     let records =
         nv::run_model_seeds(&variant, &topology, &req.workload, req.seed, req.runs, None).map_err(VmError::Usage)?;
     let sim: Vec<Figures> = records.iter().map(|r| nv::sim_figures(r, ops_n)).collect();
@@ -216,6 +233,7 @@ pub fn validate(
         kernel_label: session.kernel.label.clone(),
         accel: session.accel.name().to_string(),
         nr_cpus,
+        topology: topology_name,
         release,
         preset: variant.spec.clone(),
         model_notes,
@@ -273,7 +291,7 @@ impl VmValidation {
                 self.warmup,
                 if self.tools.is_empty() { "none".to_string() } else { self.tools.join(", ") }
             ),
-            format!("model: {} on smp:{}; {}", self.preset, self.nr_cpus, self.model_notes.join("; ")),
+            format!("model: {} on {}; {}", self.preset, self.topology, self.model_notes.join("; ")),
         ];
         let costs: Vec<String> = self.costs.iter().map(|(k, v)| format!("{k}={v}")).collect();
         head.push(if self.cost_file.is_empty() {
