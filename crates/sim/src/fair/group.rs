@@ -189,13 +189,7 @@ impl Groups {
             return;
         }
         self.task_load(cpu, g, w, dq);
-        let mut l = g;
-        while l != 0 {
-            let rq = self.rq_mut(cpu, l);
-            rq.h_nr_queued = rq.h_nr_queued.wrapping_add_signed(dq);
-            rq.h_nr_runnable = rq.h_nr_runnable.wrapping_add_signed(dr);
-            l = self.specs[l as usize].parent;
-        }
+        self.count(cpu, g, dq, dr);
         self.update_chain(cpu, g);
     }
 
