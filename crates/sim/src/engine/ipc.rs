@@ -390,22 +390,23 @@ impl Sim {
         }
     }
 
-    /// Whether a full reschedule request pending when the call is about to sleep on
+    /// Whether a full reschedule request pending when a read or write is about to sleep on
     /// `wait_obj` preempts the task first: under full preemption at the `preempt_enable()`
     /// of any spin unlock on the way (the wait queue's, after the call's own wakes); under
     /// voluntary preemption at the `might_sleep()` of a `wait_event*()` (pipes, see
     /// [`Object::might_sleep_before_wait`]); never under `none`, where the task sleeps and the
     /// request waits for the next pick. Lazy requests wait for the return to user mode.
+    /// Futex waits, polls and `wait()` sleep as before (no object wait queue to leave).
     fn preempted_before_sleep(&self, cpu: u32, wait_obj: Option<u32>) -> bool {
+        use crate::config::PreemptModel;
+        let Some(o) = wait_obj else { return false };
         if self.rqs[cpu as usize].need_resched != crate::fair::Resched::Full {
             return false;
         }
         match self.cfg.preempt {
-            crate::config::PreemptModel::Full | crate::config::PreemptModel::Lazy => true,
-            crate::config::PreemptModel::Voluntary => {
-                wait_obj.is_some_and(|o| self.ipc.objects[o as usize].might_sleep_before_wait())
-            }
-            crate::config::PreemptModel::None => false,
+            PreemptModel::Full | PreemptModel::Lazy => true,
+            PreemptModel::Voluntary => self.ipc.objects[o as usize].might_sleep_before_wait(),
+            PreemptModel::None => false,
         }
     }
 

@@ -527,22 +527,14 @@ impl Fair<'_> {
         self.clear_buddies(t);
         self.update_curr();
         self.update_entity_lag(t);
-        if flags & deq::DELAYED == 0 {
-            let sleep = flags & deq::SLEEP != 0 && flags & deq::SPECIAL == 0;
-            if self.p.feat(Feature::DELAY_DEQUEUE) && sleep && !self.entity_eligible(t) {
-                debug_assert!(!self.se(t).sched_delayed);
-                self.goto_level(0);
-                let pe = self.se(t).pelt;
-                self.cfs.pelt.util_est_dequeue(&pe);
-                self.pelt_update(t, true, true, pelt::UPDATE_UTIL_EST);
-                // set_delayed(): no longer runnable at any level.
-                self.se_mut(t).sched_delayed = true;
-                self.cfs.h_nr_runnable -= 1;
-                if let Some((groups, _)) = self.groups.as_mut() {
-                    groups.count(cpu, g, 0, -1);
-                }
-                return false;
+        if self.delays_dequeue(t, flags) {
+            self.goto_level(0);
+            // set_delayed(): no longer runnable at any level.
+            self.set_delayed(t);
+            if let Some((groups, _)) = self.groups.as_mut() {
+                groups.count(cpu, g, 0, -1);
             }
+            return false;
         }
         // Off this level first, then the PELT update and the counts at the root (PELT reads
         // neither the tree nor the entity's queued flag; it is told the task was queued).

@@ -866,21 +866,32 @@ impl<'a> Fair<'a> {
         gone
     }
 
+    /// DELAY_DEQUEUE in `dequeue_entity()` (fair.c v7.3.4 / 6.12.117): a task going to sleep
+    /// (not a delayed task's final dequeue, not a special one) while still ineligible stays
+    /// queued.
+    pub(super) fn delays_dequeue(&self, t: TaskId, flags: u32) -> bool {
+        let sleep = flags & deq::SLEEP != 0 && flags & (deq::SPECIAL | deq::DELAYED) == 0;
+        sleep && self.p.feat(Feature::DELAY_DEQUEUE) && !self.entity_eligible(t)
+    }
+
+    /// `set_delayed()` with the dequeue's PELT and util_est updates, on the root runqueue:
+    /// the task stays queued but is no longer runnable.
+    pub(super) fn set_delayed(&mut self, t: TaskId) {
+        debug_assert!(!self.se(t).sched_delayed);
+        let pe = self.se(t).pelt;
+        self.cfs.pelt.util_est_dequeue(&pe);
+        self.pelt_update(t, true, true, pelt::UPDATE_UTIL_EST);
+        self.se_mut(t).sched_delayed = true;
+        self.cfs.h_nr_runnable -= 1;
+    }
+
     fn dequeue_task_fair_inner(&mut self, t: TaskId, flags: u32) -> bool {
         self.clear_buddies(t);
         self.update_curr();
         self.update_entity_lag(t);
-        if flags & deq::DELAYED == 0 {
-            let sleep = flags & deq::SLEEP != 0 && flags & deq::SPECIAL == 0;
-            if self.p.feat(Feature::DELAY_DEQUEUE) && sleep && !self.entity_eligible(t) {
-                debug_assert!(!self.se(t).sched_delayed);
-                let pe = self.se(t).pelt;
-                self.cfs.pelt.util_est_dequeue(&pe);
-                self.pelt_update(t, true, true, pelt::UPDATE_UTIL_EST);
-                self.se_mut(t).sched_delayed = true;
-                self.cfs.h_nr_runnable -= 1;
-                return false;
-            }
+        if self.delays_dequeue(t, flags) {
+            self.set_delayed(t);
+            return false;
         }
         {
             let migrating = if flags & deq::MIGRATING != 0 { pelt::DO_DETACH } else { 0 };

@@ -59,11 +59,6 @@ impl Futex {
         true
     }
 
-    /// Takes `t` off the waiters (it never went to sleep).
-    pub fn cancel(&mut self, t: TaskId) {
-        self.waiters.retain(|&w| w != t);
-    }
-
     /// `FUTEX_WAKE` of up to `n` waiters; returns how many were woken.
     pub fn wake(&mut self, n: u32, wakes: &mut Vec<Wake>) -> u32 {
         let mut woken = 0;
