@@ -297,6 +297,27 @@ pub struct Behavior {
     /// amd64 configs have it): cache-aware load balancing (`engine/balance/llc.rs`). Not in
     /// 6.12.117; the version that added it between the two was not checked.
     pub sched_cache: bool,
+    /// The form of `reweight_entity()` that ≤7.2's group levels use for a group entity
+    /// (`fair/hier.rs`).
+    pub reweight: ReweightForm,
+}
+
+/// `reweight_entity()` of a queued entity by version (fair.c 6.12.117 l.3901, 7.2.12 l.4871;
+/// the 6.13-6.19 form from the diff of its revert, 101f3498b4bd).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReweightForm {
+    /// ≤6.12: `reweight_eevdf()` keeps the clamped lag and the deadline's distance from V,
+    /// scaled by old/new.
+    Eevdf,
+    /// 6.13-6.19 (6d71a9c61604, "Fix EEVDF entity placement bug causing scheduling lag"): the
+    /// lag saved, the deadline made relative to the entity's vruntime, both (and a running
+    /// entity's protection) scaled, then `place_entity(se, 0)` places it back, the lag
+    /// inflated against the runqueue's remaining load.
+    Place,
+    /// 7.0+ (101f3498b4bd reverts the above; in 6.18.y from the stable queue of 2026-08-11)
+    /// and 7.2.12: `rescale_entity()` keeps V invariant, the entity back at `V - vlag`, its
+    /// deadline and protection relative to V.
+    Rescale,
 }
 
 /// Where the load balancer of a version differs (fair.c of 6.12.117, 7.2.12, 7.3.4).
@@ -336,6 +357,7 @@ impl Behavior {
             group_levels: false,
             hrtick_armed_after_switch: true,
             sched_cache: true,
+            reweight: ReweightForm::Rescale,
         }
     }
 }

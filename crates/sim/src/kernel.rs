@@ -8,7 +8,8 @@
 use std::fmt;
 
 use crate::config::{
-    BalanceVariant, Behavior, LagClamp, PreemptModel, ProtectVariant, SchedConfig, Sysctls, WakeupPreemptVariant,
+    BalanceVariant, Behavior, LagClamp, PreemptModel, ProtectVariant, ReweightForm, SchedConfig, Sysctls,
+    WakeupPreemptVariant,
 };
 use crate::fair::weight::CalcDelta;
 use crate::features::{Feature, FeatureSet};
@@ -134,6 +135,9 @@ fn v6_19() -> SchedConfig {
     c.behavior.hrtick_armed_after_switch = false;
     // CONFIG_SCHED_CACHE is in 7.2.12 and not in 6.12.117; when it came is not checked.
     c.behavior.sched_cache = false;
+    // 6.19 still has 6d71a9c61604's placement in reweight_entity(); its revert (101f3498b4bd)
+    // is a 7.0 commit of the same series as the calc_delta division above.
+    c.behavior.reweight = ReweightForm::Place;
     c
 }
 
@@ -151,6 +155,9 @@ fn v6_18() -> SchedConfig {
     c.behavior.wakeup_preempt = WakeupPreemptVariant::V6_18;
     // x86-64 kernels up to 6.18 still offer none/voluntary; distributions ship voluntary.
     c.preempt = PreemptModel::Voluntary;
+    // The revert of 6d71a9c61604 (101f3498b4bd) entered the 6.18 stable queue on 2026-08-11
+    // (posted for 6.18 by John Stultz on 2026-04-15): 6.18 as shipped rescales as 7.0 does.
+    c.behavior.reweight = ReweightForm::Rescale;
     c
 }
 
@@ -162,6 +169,8 @@ fn v6_16() -> SchedConfig {
     // 6.19 commits; the 6.16 stable series had ended before either was backported.
     c.features.set(Feature::NI_RANDOM, false);
     c.behavior.yield_forfeits_vruntime = false;
+    // 6d71a9c61604 is a 6.13 commit: 6.16 places a reweighted entity (no vprot yet).
+    c.behavior.reweight = ReweightForm::Place;
     c
 }
 
@@ -171,8 +180,13 @@ fn v6_12() -> SchedConfig {
     let mut c = v6_16();
     c.kernel = "v6.12".into();
     c.features.set(Feature::NI_RANDOM, true);
-    c.behavior =
-        Behavior { has_lazy: false, yield_forfeits_vruntime: true, balance: BalanceVariant::V6_12, ..c.behavior };
+    c.behavior = Behavior {
+        has_lazy: false,
+        yield_forfeits_vruntime: true,
+        balance: BalanceVariant::V6_12,
+        reweight: ReweightForm::Eevdf,
+        ..c.behavior
+    };
     c.preempt = PreemptModel::Voluntary;
     c
 }

@@ -97,3 +97,122 @@ fn group_entities_take_shares_and_the_shortest_slice_below() {
     }
     assert!(seen, "both groups were queued at once");
 }
+
+/// A group entity's level V, its vruntime, deadline and whether it is protected.
+type EntityState = (u64, u64, u64, bool);
+
+/// One CPU, three groups of one hog each, stopped `at_ns` in: group entity `g` (of the
+/// running hog) is reweighted from 1024 to 3072 as `update_cfs_group()` would. Returns the
+/// root's V and the entity's (vruntime, deadline, protected) before and after.
+fn reweight_running_group(kernel: &str, at_ns: u64) -> (EntityState, EntityState) {
+    let hog = |name: &str, group: u32| {
+        let mut t = TaskSpec::new(name, vec![Op::Run { ns: 1_000_000_000 }]);
+        t.group = group;
+        t
+    };
+    let group =
+        |name: &str| GroupSpec { name: name.into(), parent: 0, shares: shares_from_cpu_weight(100), idle: false };
+    let setup = SimSetup {
+        sched: kernel::preset(kernel).expect("a preset").config(),
+        topology: Topology::smp(1),
+        seed: 1,
+        limits: Limits { max_events: u64::MAX, max_time_ns: u64::MAX },
+        tasks: vec![hog("a", 1), hog("b", 2), hog("c", 3)],
+        objects: vec![],
+        check_invariants: true,
+        groups: vec![group("/A"), group("/B"), group("/C")],
+    };
+    let mut s = Sim::new(setup).expect("valid setup");
+    while s.queue.peek_time().is_some_and(|t| t.0 <= at_ns) {
+        let (at, ev) = s.queue.pop().expect("peeked");
+        s.now = at.0;
+        s.dispatch(ev);
+    }
+    let g = s.rqs[0].curr.map(|t| s.ents[t.idx()].group).expect("a hog runs");
+    let mut f = s.fair(0);
+    f.update_curr_fair();
+    let before = f.group_entity_state(g);
+    f.reweight_group_entity(g, 3 * crate::fair::weight::NICE_0_LOAD);
+    (before, f.group_entity_state(g))
+}
+
+/// `reweight_entity()` of the running group entity per version. 6.13-6.19 (6d71a9c61604)
+/// place it again with `place_entity(se, 0)`, whose V already includes the running entity
+/// (the bug its revert 101f3498b4bd names: "avg_vruntime() always includes cfs_rq->curr"),
+/// so V moves; 6.12's `reweight_eevdf()` and 7.0+'s `rescale_entity()` keep V and put the
+/// entity at `V - vlag·w/w'` (the revert's "avg_vruntime should be invariant under
+/// reweight"). Up to 6.16 the protection marker (`vlag == deadline`) does not survive; 6.17+
+/// keep the protected span relative to the new weight.
+#[test]
+fn group_reweight_forms_per_version() {
+    for at in [5_300_000, 10_700_000, 21_100_000] {
+        for kernel in ["v6.12", "v6.16", "v6.18", "v6.19", "v7.2"] {
+            let ((v0, ve0, _, prot0), (v1, ve1, _, prot1)) = reweight_running_group(kernel, at);
+            let lag0 = v0.wrapping_sub(ve0) as i64;
+            let lag1 = v1.wrapping_sub(ve1) as i64;
+            let dv = v1.wrapping_sub(v0) as i64;
+            let placed = matches!(kernel, "v6.16" | "v6.19");
+            if placed {
+                assert!(dv.abs() > lag0.abs() / 8, "{kernel} at {at}: V moved {dv} for a lag of {lag0}");
+            } else {
+                assert!(dv.abs() <= 1, "{kernel} at {at}: V moved {dv}");
+                assert!((lag1 - lag0 / 3).abs() <= 2, "{kernel} at {at}: lag {lag0} -> {lag1}, want a third");
+            }
+            match kernel {
+                "v6.12" | "v6.16" => assert!(!prot1, "{kernel} at {at}: the marker does not survive"),
+                _ => assert_eq!(prot1, prot0, "{kernel} at {at}: the protection is kept"),
+            }
+        }
+    }
+}
+
+/// `hrtick()` calls `task_tick_fair(queued = 1)`, whose `entity_tick()` runs at every level
+/// (fair.c 6.12.117 l.13216 / 7.2.12 l.15166): the running task's level and each group
+/// entity above it are charged up to now, and each group entity's weight refreshed. One CPU,
+/// a hog in the root, one in `/a`, two in `/a/b`; the expiry is called 100 µs after the last
+/// event, while an `/a/b` hog runs.
+#[test]
+fn hrtick_charges_every_level() {
+    let hog = |name: &str, group: u32| {
+        let mut t = TaskSpec::new(name, vec![Op::Run { ns: 1_000_000_000 }]);
+        t.group = group;
+        t
+    };
+    let group = |name: &str, parent: u32| GroupSpec {
+        name: name.into(),
+        parent,
+        shares: shares_from_cpu_weight(100),
+        idle: false,
+    };
+    let setup = SimSetup {
+        sched: kernel::preset("v7.2").expect("a preset").config(),
+        topology: Topology::smp(1),
+        seed: 1,
+        limits: Limits { max_events: u64::MAX, max_time_ns: u64::MAX },
+        tasks: vec![hog("r", 0), hog("a", 1), hog("b1", 2), hog("b2", 2)],
+        objects: vec![],
+        check_invariants: true,
+        groups: vec![group("/a", 0), group("/a/b", 1)],
+    };
+    let mut s = Sim::new(setup).expect("valid setup");
+    let mut checked = 0;
+    while checked < 5 && s.queue.peek_time().is_some_and(|t| t.0 <= 200_000_000) {
+        let (at, ev) = s.queue.pop().expect("peeked");
+        s.now = at.0;
+        s.dispatch(ev);
+        let Some(t) = s.rqs[0].curr else { continue };
+        if s.ents[t.idx()].group != 2 || s.queue.peek_time().is_none_or(|n| n.0 <= s.now + 100_000) {
+            continue;
+        }
+        s.now += 100_000;
+        s.fair(0).hrtick_tick();
+        let now = s.now;
+        assert_eq!(s.ents[t.idx()].exec_start, now, "the task's level is charged");
+        for g in [1, 2] {
+            assert_eq!(s.gents[g].exec_start, now, "group {g}'s entity is charged at the hrtick");
+        }
+        s.check_invariants().expect("a consistent state");
+        checked += 1;
+    }
+    assert_eq!(checked, 5, "an /a/b hog ran mid-slice five times");
+}

@@ -150,13 +150,13 @@ impl Sim {
         self.resched_request(cpu, req, Origin::LocalTask, Cause::Tick);
     }
 
-    /// `hrtick()` expiry: `task_tick_fair(queued = 1)`, i.e. `update_curr()` then an
-    /// unconditional full reschedule.
+    /// `hrtick()` expiry: `task_tick_fair(queued = 1)` (`entity_tick()` at every group level,
+    /// [`crate::fair::Fair::hrtick_tick`]) then an unconditional full reschedule.
     pub(super) fn hrtick(&mut self, cpu: u32) {
         self.rqs[cpu as usize].hrtick_at = None;
         if self.rqs[cpu as usize].curr.is_some() {
             self.timer_irq_time(cpu);
-            self.fair(cpu).update_curr_fair();
+            self.fair(cpu).hrtick_tick();
             self.resched_request(cpu, Resched::Full, Origin::Irq, Cause::Tick);
         }
         self.timer_interrupt(cpu);

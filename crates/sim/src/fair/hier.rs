@@ -31,7 +31,7 @@
 //! runs at the root. Every public entry point returns at the root.
 
 use super::{CfsRq, Fair, Policy, SchedEntity, WakeupReason, WakeupVerdict, deq, enq, wf};
-use crate::config::{LagClamp, ProtectVariant, WakeupPreemptVariant};
+use crate::config::{LagClamp, ProtectVariant, ReweightForm, WakeupPreemptVariant};
 use crate::features::Feature;
 use crate::pelt;
 use crate::task::TaskId;
@@ -246,44 +246,114 @@ impl Fair<'_> {
         }
     }
 
-    /// `reweight_entity()` of a group entity on the current level. 6.12.117 (l.3901, with
-    /// `reweight_eevdf()` l.3853): a queued entity keeps its clamped lag and its deadline's
-    /// distance from V scaled by `old/new` (`div_s64`: an `s32` divisor); a dequeued one its
-    /// saved lag. 7.2.12 (l.4871, `rescale_entity()`): the lag is saved, and lag, relative
-    /// deadline and a running entity's protection are scaled (`div64_long`), then the entity
-    /// is put back at `V - vlag`. The 7.2 form is taken for every preset with `vprot` (6.17+;
-    /// not checked against a 6.18 or 6.19 tree).
+    /// `reweight_entity()` of a group entity on the current level, in the version's form
+    /// ([`ReweightForm`]). 6.12.117 (l.3901, with `reweight_eevdf()` l.3853): a queued entity
+    /// keeps its clamped lag and its deadline's distance from V scaled by `old/new` (`div_s64`:
+    /// an `s32` divisor); a dequeued one its saved lag. 6.13-6.19 (6d71a9c61604, as the diff of
+    /// its revert 101f3498b4bd shows it): the lag is saved and the deadline made relative to
+    /// the entity's vruntime, both (and 6.17+'s protection, relative to the vruntime) scaled,
+    /// and the entity placed again by `place_entity(se, 0)`. 7.2.12 (l.4871,
+    /// `rescale_entity()`): the lag is saved, and lag, deadline and a running entity's
+    /// protection relative to V are scaled (`div64_long`), then the entity is put back at
+    /// `V - vlag`. Up to 6.16 a running entity's protection is the marker `vlag == deadline`
+    /// (here `vprot`, see `set_protect_slice`), which a reweight breaks: the 6.12 form moves the
+    /// deadline, the 6.13+ form overwrites `vlag`.
     fn reweight_entity(&mut self, e: TaskId, weight: u64) {
         let is_curr = self.cfs.curr == Some(e);
         let on_rq = self.se(e).on_rq;
+        let marker = self.p.behavior.protect == ProtectVariant::V6_16;
+        match self.p.behavior.reweight {
+            ReweightForm::Eevdf => self.reweight_eevdf_form(e, weight, is_curr, on_rq),
+            ReweightForm::Place => self.reweight_place_form(e, weight, is_curr, on_rq, marker),
+            ReweightForm::Rescale => self.reweight_rescale_form(e, weight, is_curr, on_rq),
+        }
+        let se = self.se_mut(e);
+        se.load_weight = weight;
+        se.h_weight = weight;
+        if marker && is_curr && on_rq && se.deadline != se.vprot {
+            se.vprot = se.vruntime;
+        }
+    }
+
+    /// 6.12.117's `reweight_entity()` / `reweight_eevdf()` (see [`Fair::reweight_entity`]).
+    fn reweight_eevdf_form(&mut self, e: TaskId, weight: u64, is_curr: bool, on_rq: bool) {
         let old = self.se(e).load_weight as i64;
-        if self.p.behavior.protect == ProtectVariant::V6_16 {
-            let div = i64::from(weight as i32);
-            if on_rq {
-                self.update_curr();
-                let avruntime = self.avg_vruntime();
-                if !is_curr {
-                    self.dequeue_tree(e);
-                }
-                if avruntime != self.se(e).vruntime {
-                    let vlag = self.entity_lag(e, avruntime).wrapping_mul(old) / div;
-                    self.se_mut(e).vruntime = avruntime.wrapping_sub(vlag as u64);
-                }
-                let se = self.se_mut(e);
-                let vslice = (se.deadline.wrapping_sub(avruntime) as i64).wrapping_mul(old) / div;
-                se.deadline = avruntime.wrapping_add(vslice as u64);
-            } else {
-                let se = self.se_mut(e);
-                se.vlag = se.vlag.wrapping_mul(old) / div;
+        let div = i64::from(weight as i32);
+        if on_rq {
+            self.update_curr();
+            let avruntime = self.avg_vruntime();
+            if !is_curr {
+                self.dequeue_tree(e);
+            }
+            if avruntime != self.se(e).vruntime {
+                let vlag = self.entity_lag(e, avruntime).wrapping_mul(old) / div;
+                self.se_mut(e).vruntime = avruntime.wrapping_sub(vlag as u64);
             }
             let se = self.se_mut(e);
+            let vslice = (se.deadline.wrapping_sub(avruntime) as i64).wrapping_mul(old) / div;
+            se.deadline = avruntime.wrapping_add(vslice as u64);
             se.load_weight = weight;
             se.h_weight = weight;
-            if on_rq && !is_curr {
+            if !is_curr {
                 self.enqueue_tree(e);
             }
-            return;
+        } else {
+            let se = self.se_mut(e);
+            se.vlag = se.vlag.wrapping_mul(old) / div;
         }
+    }
+
+    /// 6.13-6.19's `reweight_entity()` (6d71a9c61604; see [`Fair::reweight_entity`]): the
+    /// entity leaves the level, is scaled relative to its own vruntime and placed again.
+    /// `place_entity()` of those versions takes a relative deadline whatever
+    /// PLACE_REL_DEADLINE says (the feature test came with the revert).
+    fn reweight_place_form(&mut self, e: TaskId, weight: u64, is_curr: bool, on_rq: bool, marker: bool) {
+        let old = self.se(e).load_weight as i64;
+        let div = weight as i64;
+        let mut prot = None;
+        if on_rq {
+            self.update_curr();
+            self.update_entity_lag(e);
+            let protected = !marker && is_curr && self.protect_slice(e);
+            let se = self.se_mut(e);
+            se.deadline = se.deadline.wrapping_sub(se.vruntime);
+            se.rel_deadline = true;
+            if protected {
+                prot = Some(se.vprot.wrapping_sub(se.vruntime) as i64);
+            }
+            self.cfs.nr_queued -= 1;
+            if !is_curr {
+                self.dequeue_tree(e);
+            }
+        }
+        let se = self.se_mut(e);
+        se.vlag = se.vlag.wrapping_mul(old) / div;
+        if se.rel_deadline {
+            se.deadline = ((se.deadline as i64).wrapping_mul(old) / div) as u64;
+        }
+        let prot = prot.map(|p| p.wrapping_mul(old) / div);
+        se.load_weight = weight;
+        se.h_weight = weight;
+        if on_rq {
+            self.place_entity(e, 0);
+            let se = self.se_mut(e);
+            if se.rel_deadline {
+                se.deadline = se.deadline.wrapping_add(se.vruntime);
+                se.rel_deadline = false;
+            }
+            if let Some(p) = prot {
+                se.vprot = se.vruntime.wrapping_add(p as u64);
+            }
+            if !is_curr {
+                self.enqueue_tree(e);
+            }
+            self.cfs.nr_queued += 1;
+        }
+    }
+
+    /// 7.2.12's `reweight_entity()` / `rescale_entity()` (see [`Fair::reweight_entity`]).
+    fn reweight_rescale_form(&mut self, e: TaskId, weight: u64, is_curr: bool, on_rq: bool) {
+        let old = self.se(e).load_weight as i64;
         let div = weight as i64;
         let mut avruntime = 0;
         let mut rel_vprot = false;
@@ -817,6 +887,14 @@ impl Fair<'_> {
         self.goto_level(0);
     }
 
+    /// `hrtick()`'s `task_tick_fair(rq, curr, queued = 1)` (fair.c 6.12.117 l.13216 / 7.2.12
+    /// l.15166): on ≤7.2's levels `entity_tick()` at every level, as [`Fair::task_tick`] (the
+    /// queued tick returns after the walk, before what the periodic tick does next); on a flat
+    /// runqueue the running task's `update_curr()`.
+    pub fn hrtick_tick(&mut self) {
+        if self.hier() && self.curr_task().is_some() { self.task_tick() } else { self.update_curr_fair() }
+    }
+
     /// `update_curr_fair()` (fair.c 6.12.117 / 7.2.12): `update_curr()` on the running task's
     /// own runqueue.
     pub fn update_curr_fair(&mut self) {
@@ -887,5 +965,28 @@ impl Fair<'_> {
         let v = self.wakeup_preempt_variant(se, pse, p, wake_flags, need_resched_full, in_task);
         self.goto_level(0);
         v
+    }
+}
+
+#[cfg(test)]
+impl Fair<'_> {
+    /// Group `g`'s entity on its parent's level: (that level's V, its vruntime, deadline,
+    /// whether its slice is protected), for tests.
+    pub(crate) fn group_entity_state(&mut self, g: u32) -> (u64, u64, u64, bool) {
+        let e = group_se(g);
+        self.goto_level(self.se(e).group);
+        self.update_curr();
+        let se = *self.se(e);
+        let r = (self.avg_vruntime(), se.vruntime, se.deadline, self.protect_slice(e));
+        self.goto_level(0);
+        r
+    }
+
+    /// `reweight_entity()` of group `g`'s entity to `weight` on its parent's level, for tests.
+    pub(crate) fn reweight_group_entity(&mut self, g: u32, weight: u64) {
+        let e = group_se(g);
+        self.goto_level(self.se(e).group);
+        self.reweight_entity(e, weight);
+        self.goto_level(0);
     }
 }
