@@ -309,3 +309,33 @@ fn wakeup_preemption_compares_the_matching_group_entities() {
         }
     }
 }
+
+/// `sched_idle_cpu()` counts a CPU whose queued tasks are all idle, SCHED_IDLE or below a
+/// `cpu.idle` group (`rq->cfs.h_nr_idle`, which `enqueue_task_fair()` / 7.3.4's
+/// `enqueue_hierarchy()` count through `cfs_rq_is_idle()`), as idle in `select_idle_sibling()`.
+/// Two CPUs: a hog of the idle group `/bg` pinned to CPU 1, a root hog pinned to CPU 0, and a
+/// periodic task free to move, which wakes on CPU 0 and is sent to CPU 1, the sched-idle one,
+/// where it preempts the idle group's hog: the root hog keeps CPU 0 to itself. With `/bg` an
+/// ordinary group CPU 1 is busy and the periodic task stays beside the root hog.
+#[test]
+fn a_cpu_of_an_idle_group_is_sched_idle() {
+    let file = rtapp_file(
+        "sched-idle-cpu",
+        r#"{ "tasks": {
+            "bg": { "taskgroup": "/bg", "cpus": [1], "loop": -1, "run": 100000 },
+            "fg": { "cpus": [0], "loop": -1, "run": 100000 },
+            "tick": { "loop": -1, "run": 200, "timer": { "ref": "unique", "period": 2000 } } },
+          "global": { "duration": 2 } }"#,
+    );
+    let share = |r: &SimReport, comm: &str| {
+        let t = r.tasks.iter().find(|t| t.comm == comm).unwrap();
+        t.sum_exec_runtime_ns as f64 / r.simulated_ns as f64
+    };
+    for kernel in ["v7.3", "v7.2"] {
+        let idle = run(kernel, 2, &format!("--autogroup off --cgroup-weight /bg=idle rtapp {file}"), 1);
+        assert!(share(&idle, "fg") > 0.99, "{kernel}: the root hog gets {:.3} of CPU 0", share(&idle, "fg"));
+        assert!(share(&idle, "bg") < 0.92, "{kernel}: the idle group's hog gets {:.3}", share(&idle, "bg"));
+        let plain = run(kernel, 2, &format!("--autogroup off rtapp {file}"), 1);
+        assert!(share(&plain, "fg") < 0.92, "{kernel}: without cpu.idle the root hog gets {:.3}", share(&plain, "fg"));
+    }
+}

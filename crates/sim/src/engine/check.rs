@@ -5,8 +5,8 @@
 use std::fmt;
 
 use super::Sim;
-use crate::fair::Fair;
 use crate::fair::group::Groups;
+use crate::fair::{Fair, Policy};
 use crate::task::{TaskId, TaskState};
 
 /// A broken invariant, with the simulated time and a description.
@@ -30,11 +30,17 @@ impl std::error::Error for InvariantViolation {}
 pub(super) struct CheckScratch {
     /// Per CPU: (queued, runnable, load) of the tasks that belong to it.
     tally: Vec<(u32, u32, u64)>,
-    /// Per (CPU, group), or per group of one CPU: (queued, runnable, own tasks' load).
-    groups: Vec<(u32, u32, u64)>,
+    /// Per (CPU, group), or per group of one CPU: (queued, runnable, own tasks' load, idle).
+    groups: Vec<GroupTally>,
+    /// Per CPU: the queued tasks that count in the root's `h_nr_idle`.
+    idle: Vec<u32>,
     /// Per CPU: the queued grouped tasks' own weights.
     grouped_w: Vec<u64>,
 }
+
+/// One group's tally on one CPU: queued and runnable tasks of it and its descendants, its own
+/// queued tasks' load, and the queued tasks that count in its `h_nr_idle`.
+type GroupTally = (u32, u32, u64, u32);
 
 /// What one walk of a runqueue's queued entities (its tree and its queued `curr`) adds up.
 #[derive(Default)]
@@ -66,6 +72,9 @@ impl Sim {
         let mut tally = std::mem::take(&mut self.scratch.tally);
         tally.clear();
         tally.resize(self.rqs.len(), (0, 0, 0));
+        let mut idle = std::mem::take(&mut self.scratch.idle);
+        idle.clear();
+        idle.resize(self.rqs.len(), 0);
         // Each queued task is in exactly one place: curr of its CPU's cfs_rq or in its tree.
         for (i, (task, se)) in self.tasks.iter().zip(&self.ents).enumerate() {
             let t = TaskId(i as u32);
@@ -98,8 +107,17 @@ impl Sim {
                 c.0 += 1;
                 c.1 += u32::from(!se.sched_delayed);
                 c.2 += se.load_weight;
+                let grouped_idle = self.groups.as_ref().is_some_and(|g| g.idle_path(se.group));
+                idle[task.cpu as usize] += u32::from(se.policy == Policy::Idle || grouped_idle);
             }
         }
+        // The root's h_nr_idle: SCHED_IDLE tasks and those below an idle group.
+        for (c, rq) in self.rqs.iter().enumerate() {
+            if rq.cfs.h_nr_idle != idle[c] {
+                return fail(format!("CPU {c}: h_nr_idle {} but {} queued tasks are idle", rq.cfs.h_nr_idle, idle[c]));
+            }
+        }
+        self.scratch.idle = idle;
         // No task is current on a CPU it does not belong to.
         for (c, rq) in self.rqs.iter().enumerate() {
             for t in [self.cfs_curr_task(c as u32), rq.curr].into_iter().flatten() {
@@ -130,7 +148,7 @@ impl Sim {
         // tasks' own weights, which the root holds as entities.
         let CheckScratch { groups: tally, grouped_w, .. } = &mut self.scratch;
         tally.clear();
-        tally.resize(n * ncpus, (0, 0, 0));
+        tally.resize(n * ncpus, (0, 0, 0, 0));
         grouped_w.clear();
         grouped_w.resize(ncpus, 0);
         for (task, se) in self.tasks.iter().zip(&self.ents) {
@@ -176,7 +194,7 @@ impl Sim {
         }
         let tally = &mut self.scratch.groups;
         tally.clear();
-        tally.resize(groups.len(), (0, 0, 0));
+        tally.resize(groups.len(), (0, 0, 0, 0));
         let cfs = &self.rqs[cpu as usize].cfs;
         let curr = cfs.curr.filter(|c| self.ents[c.idx()].on_rq).map(|c| c.0);
         let mut grouped_w = 0;
@@ -303,14 +321,18 @@ impl Sim {
 
 /// Adds one queued grouped task to a CPU's per-group tally: its load to its own group, and
 /// one queued (and, unless delayed, runnable) task to that group and every ancestor below
-/// the root.
-fn add_grouped(tally: &mut [(u32, u32, u64)], groups: &Groups, se: &crate::fair::SchedEntity) {
+/// the root; an idle one (SCHED_IDLE, or below an idle group under the level) to the idle
+/// counts.
+fn add_grouped(tally: &mut [GroupTally], groups: &Groups, se: &crate::fair::SchedEntity) {
     tally[se.group as usize].2 += se.load_weight;
     let mut g = se.group;
+    let mut idle = se.policy == Policy::Idle;
     while g != 0 {
         let c = &mut tally[g as usize];
         c.0 += 1;
         c.1 += u32::from(!se.sched_delayed);
+        c.3 += u32::from(idle);
+        idle |= groups.spec(g).idle;
         g = groups.spec(g).parent;
     }
 }
@@ -322,7 +344,7 @@ fn check_cpu_groups(
     groups: &Groups,
     cpu: u32,
     now: u64,
-    tally: &mut [(u32, u32, u64)],
+    tally: &mut [GroupTally],
     grouped_w: u64,
     rqs: &[super::Rq],
 ) -> Result<(), InvariantViolation> {
@@ -332,14 +354,14 @@ fn check_cpu_groups(
         let rq = groups.rq(cpu, g);
         let parent = groups.spec(g).parent;
         tally[parent as usize].2 += rq.contrib;
-        let (queued, runnable, load) = tally[g as usize];
+        let (queued, runnable, load, idle) = tally[g as usize];
         let name = &groups.spec(g).name;
         let fail =
             |what: String| Err(InvariantViolation { at_ns: now, what: format!("CPU {cpu}: group {name}: {what}") });
-        if (rq.h_nr_queued, rq.h_nr_runnable) != (queued, runnable) {
+        if (rq.h_nr_queued, rq.h_nr_runnable, rq.h_nr_idle) != (queued, runnable, idle) {
             return fail(format!(
-                "h_nr_queued/h_nr_runnable {}/{} but its tasks give {queued}/{runnable}",
-                rq.h_nr_queued, rq.h_nr_runnable
+                "h_nr_queued/h_nr_runnable/h_nr_idle {}/{}/{} but its tasks give {queued}/{runnable}/{idle}",
+                rq.h_nr_queued, rq.h_nr_runnable, rq.h_nr_idle
             ));
         }
         if rq.load_weight != load {
@@ -634,7 +656,7 @@ mod tests {
         let mut s = run_30ms(setup(tasks, groups.to_vec(), u64::MAX));
         let g = s.groups.as_mut().expect("two groups");
         // One queued task too many in group /a on CPU 1 (load and weights unchanged).
-        g.account(1, 1, 0, 1, 0);
+        g.account(1, 1, 0, 1, 0, false);
         s.touch(0);
         assert!(s.check_touched().is_ok());
         s.touch(1);

@@ -84,6 +84,11 @@ pub struct GroupRq {
     pub h_nr_queued: u32,
     /// Queued tasks that are not delayed.
     pub h_nr_runnable: u32,
+    /// Queued tasks that are SCHED_IDLE or below an idle group under this one
+    /// (`cfs_rq->h_nr_idle`, 6.12's `idle_h_nr_running`: the `h_nr_idle` of
+    /// `enqueue_task_fair()`/`dequeue_entities()`, which a group's own `cpu.idle` sets for the
+    /// levels above it).
+    pub h_nr_idle: u32,
     /// The weight of the group's entity on this CPU (`update_cfs_group()`).
     pub se_weight: u64,
     /// What this runqueue adds to its parent's `load_weight`: `se_weight` while its entity is
@@ -182,14 +187,14 @@ impl Groups {
 
     /// A task of weight `w` in group `g` joined (`dq = 1`) or left (`-1`) the queue of `cpu`,
     /// or became runnable or delayed (`dr`): the counts of every level of
-    /// `enqueue_task_fair()`/`dequeue_entities()` (fair.c v7.3.4), then `update_cfs_group()` up
-    /// the hierarchy.
-    pub fn account(&mut self, cpu: u32, g: u32, w: u64, dq: i32, dr: i32) {
+    /// `enqueue_task_fair()`/`dequeue_entities()` (fair.c v7.3.4; `idle`: the task is
+    /// SCHED_IDLE), then `update_cfs_group()` up the hierarchy.
+    pub fn account(&mut self, cpu: u32, g: u32, w: u64, dq: i32, dr: i32, idle: bool) {
         if g == 0 || (dq == 0 && dr == 0) {
             return;
         }
         self.task_load(cpu, g, w, dq);
-        self.count(cpu, g, dq, dr);
+        self.count(cpu, g, dq, dr, idle);
         self.update_chain(cpu, g);
     }
 
@@ -276,17 +281,38 @@ impl Groups {
         }
     }
 
-    /// ≤7.2: the `h_nr_queued` (`dq`) and `h_nr_runnable` (`dr`) changes of one task at every
-    /// level of group `g` on `cpu` (the `for_each_sched_entity` loops of
-    /// `enqueue_task_fair()`/`dequeue_entities()`, `set_delayed()`/`clear_delayed()`).
-    pub fn count(&mut self, cpu: u32, g: u32, dq: i32, dr: i32) {
+    /// The `h_nr_queued` (`dq`) and `h_nr_runnable` (`dr`) changes of one task at every level
+    /// of group `g` on `cpu` (the `for_each_sched_entity` loops of `enqueue_task_fair()` /
+    /// `dequeue_entities()`, 7.3.4's `enqueue_hierarchy()`, `set_delayed()`/`clear_delayed()`),
+    /// and `h_nr_idle` with `h_nr_queued`: the task counts as idle at a level if it is
+    /// SCHED_IDLE (`idle`) or a group below that level is (`cfs_rq_is_idle()` sets `h_nr_idle`
+    /// for the levels above; fair.c 6.12.117 l.7050 / 7.2.12 l.8061 / 7.3.4 l.8190).
+    pub fn count(&mut self, cpu: u32, g: u32, dq: i32, dr: i32, idle: bool) {
         let mut l = g;
+        let mut idle = idle;
         while l != 0 {
             let rq = self.rq_mut(cpu, l);
             rq.h_nr_queued = rq.h_nr_queued.wrapping_add_signed(dq);
             rq.h_nr_runnable = rq.h_nr_runnable.wrapping_add_signed(dr);
+            if idle {
+                rq.h_nr_idle = rq.h_nr_idle.wrapping_add_signed(dq);
+            }
+            idle |= self.specs[l as usize].idle;
             l = self.specs[l as usize].parent;
         }
+    }
+
+    /// Whether a task of group `g` counts in the root's `h_nr_idle` through its groups (one of
+    /// them is `cpu.idle`), whatever its own policy.
+    pub fn idle_path(&self, g: u32) -> bool {
+        let mut l = g;
+        while l != 0 {
+            if self.specs[l as usize].idle {
+                return true;
+            }
+            l = self.specs[l as usize].parent;
+        }
+        false
     }
 
     /// The parent of group `g` (0 for a top-level group and for the root itself).
@@ -363,9 +389,9 @@ mod tests {
         for mode in [SharesMode::Smp, SharesMode::Concur] {
             let mut g = two_sessions(mode, 1);
             let w = nice_to_weight(0);
-            g.account(0, 1, w, 1, 1);
+            g.account(0, 1, w, 1, 1, false);
             for _ in 0..4 {
-                g.account(0, 2, w, 1, 1);
+                g.account(0, 2, w, 1, 1, false);
             }
             assert_eq!(g.rq(0, 1).se_weight, NICE_0_LOAD);
             assert_eq!(g.rq(0, 2).se_weight, NICE_0_LOAD);
@@ -385,7 +411,7 @@ mod tests {
         let mut concur = two_sessions(SharesMode::Concur, 2);
         for g in [&mut smp, &mut concur] {
             for _ in 0..4 {
-                g.account(0, 2, w, 1, 1);
+                g.account(0, 2, w, 1, 1, false);
             }
         }
         assert_eq!(smp.rq(0, 2).se_weight, NICE_0_LOAD);
@@ -397,15 +423,15 @@ mod tests {
     fn shares_follow_the_load_fraction() {
         let mut g = two_sessions(SharesMode::Smp, 2);
         let w = nice_to_weight(0);
-        g.account(0, 1, w, 1, 1);
-        g.account(1, 1, w, 1, 1);
-        g.account(1, 1, w, 1, 1);
+        g.account(0, 1, w, 1, 1, false);
+        g.account(1, 1, w, 1, 1, false);
+        g.account(1, 1, w, 1, 1, false);
         // CPU 1's update saw the whole load; CPU 0's entity is stale until its next update.
         assert_eq!(g.rq(1, 1).se_weight, NICE_0_LOAD * 2 / 3);
         g.update_chain(0, 1);
         assert_eq!(g.rq(0, 1).se_weight, NICE_0_LOAD / 3);
         // Leaving empties the runqueue and its contribution.
-        g.account(0, 1, w, -1, -1);
+        g.account(0, 1, w, -1, -1, false);
         assert_eq!((g.rq(0, 1).load_weight, g.rq(0, 1).contrib), (0, 0));
     }
 
@@ -417,13 +443,36 @@ mod tests {
         ];
         let mut g = Groups::new(&specs, 1, SharesMode::Smp).unwrap();
         let w = nice_to_weight(0);
-        g.account(0, 1, w, 1, 1);
-        g.account(0, 2, w, 1, 1);
+        g.account(0, 1, w, 1, 1, false);
+        g.account(0, 2, w, 1, 1, false);
         // /a holds its own task (1024) and /a/b's entity (1024): each half of /a's 1024.
         assert_eq!(g.rq(0, 1).load_weight, 2 * NICE_0_LOAD);
         assert_eq!(g.h_weight(0, 1, w), NICE_0_LOAD / 2);
         assert_eq!(g.h_weight(0, 2, w), NICE_0_LOAD / 2);
         assert_eq!(g.rq(0, 1).h_nr_queued, 2);
         assert!(Groups::new(&[GroupSpec { parent: 2, ..specs[0].clone() }], 1, SharesMode::Smp).is_err());
+    }
+
+    /// `h_nr_idle` per level (fair.c 7.2.12 l.8061 / 7.3.4 l.8190): a group's own `cpu.idle`
+    /// counts its tasks as idle at the levels above it, not at its own; a SCHED_IDLE task is
+    /// idle at every level.
+    #[test]
+    fn h_nr_idle_counts_below_an_idle_group() {
+        let specs = [
+            GroupSpec { name: "/a".into(), parent: 0, shares: IDLE_GROUP_SHARES, idle: true },
+            GroupSpec { name: "/a/b".into(), parent: 1, shares: shares_from_cpu_weight(100), idle: false },
+        ];
+        let mut g = Groups::new(&specs, 1, SharesMode::Smp).unwrap();
+        let w = nice_to_weight(0);
+        g.account(0, 2, w, 1, 1, false);
+        assert_eq!((g.rq(0, 2).h_nr_idle, g.rq(0, 1).h_nr_idle), (0, 0));
+        assert!(g.idle_path(2) && g.idle_path(1));
+        g.account(0, 2, w, 1, 1, true);
+        assert_eq!((g.rq(0, 2).h_nr_idle, g.rq(0, 1).h_nr_idle), (1, 1));
+        g.account(0, 2, w, -1, -1, true);
+        g.account(0, 2, w, -1, -1, false);
+        assert_eq!((g.rq(0, 2).h_nr_idle, g.rq(0, 1).h_nr_idle, g.rq(0, 1).h_nr_queued), (0, 0, 0));
+        let plain = [GroupSpec { idle: false, shares: shares_from_cpu_weight(100), ..specs[0].clone() }];
+        assert!(!Groups::new(&plain, 1, SharesMode::Smp).unwrap().idle_path(1));
     }
 }

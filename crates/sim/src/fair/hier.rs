@@ -187,15 +187,11 @@ impl Fair<'_> {
     }
 
     /// A task counts in the root's `h_nr_idle` if it is SCHED_IDLE or any of its groups is
-    /// idle (`cfs_rq_is_idle()` in `enqueue_task_fair()`'s walks).
-    fn idle_path(&self, t: TaskId) -> bool {
-        let mut idle = self.se(t).policy == Policy::Idle;
-        let mut g = self.se(t).group;
-        while g != 0 && !idle {
-            idle = self.se_is_idle(group_se(g));
-            g = self.gents[g as usize].group;
-        }
-        idle
+    /// idle (`cfs_rq_is_idle()` in `enqueue_task_fair()`'s walks, 7.3.4's
+    /// `enqueue_hierarchy()`).
+    pub(super) fn idle_path(&self, t: TaskId) -> bool {
+        let se = self.se(t);
+        se.policy == Policy::Idle || self.groups.as_ref().is_some_and(|(gr, _)| gr.idle_path(se.group))
     }
 
     // ---- buddies up the hierarchy -------------------------------------------------------
@@ -445,7 +441,7 @@ impl Fair<'_> {
             // clear_delayed(): runnable again at every level.
             self.cfs.h_nr_runnable += 1;
             if let Some((groups, _)) = self.groups.as_mut() {
-                groups.count(cpu, g, 0, 1);
+                groups.count(cpu, g, 0, 1, false);
             }
             return;
         }
@@ -461,7 +457,7 @@ impl Fair<'_> {
         self.cfs.h_nr_runnable += u32::from(runnable);
         if let Some((groups, _)) = self.groups.as_mut() {
             groups.task_load(cpu, g, se.load_weight, 1);
-            groups.count(cpu, g, 1, i32::from(runnable));
+            groups.count(cpu, g, 1, i32::from(runnable), se.policy == Policy::Idle);
         }
         let (mut e, mut flags, mut slice) = (t, flags, 0u64);
         let mut rest = None;
@@ -602,7 +598,7 @@ impl Fair<'_> {
             // set_delayed(): no longer runnable at any level.
             self.set_delayed(t);
             if let Some((groups, _)) = self.groups.as_mut() {
-                groups.count(cpu, g, 0, -1);
+                groups.count(cpu, g, 0, -1, false);
             }
             return false;
         }
@@ -644,7 +640,7 @@ impl Fair<'_> {
         self.cfs.h_nr_runnable -= u32::from(runnable);
         if let Some((groups, _)) = self.groups.as_mut() {
             groups.task_load(cpu, g, se.load_weight, -1);
-            groups.count(cpu, g, -1, -i32::from(runnable));
+            groups.count(cpu, g, -1, -i32::from(runnable), se.policy == Policy::Idle);
             // update_load_avg(cfs_rq, se, UPDATE_TG) on the task's group runqueue:
             // update_tg_load_avg() of that group, also when it is now empty.
             groups.update_tg_load(cpu, g);

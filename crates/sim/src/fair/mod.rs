@@ -288,13 +288,13 @@ impl<'a> Fair<'a> {
     /// state went from `before` to `after` (`(on_rq, runnable)`). Root-group tasks have none.
     fn group_account(&mut self, t: TaskId, before: (bool, bool), after: (bool, bool)) {
         let se = self.se(t);
-        let (g, w) = (se.group, se.load_weight);
+        let (g, w, idle) = (se.group, se.load_weight, se.policy == Policy::Idle);
         if g == 0 || before == after {
             return;
         }
         if let Some((groups, cpu)) = self.groups.as_mut() {
             let d = |a: bool, b: bool| i32::from(b) - i32::from(a);
-            groups.account(*cpu, g, w, d(before.0, after.0), d(before.1, after.1));
+            groups.account(*cpu, g, w, d(before.0, after.0), d(before.1, after.1), idle);
         }
     }
 
@@ -836,8 +836,8 @@ impl<'a> Fair<'a> {
         if flags & enq::MIGRATED != 0 {
             se.exec_start = 0;
         }
-        let idle = se.policy == Policy::Idle;
         let delayed = se.sched_delayed;
+        let idle = self.idle_path(t);
         self.cfs.load_weight += self.se(t).load_weight;
         self.cfs.h_nr_queued += 1;
         self.cfs.nr_queued += 1;
@@ -905,10 +905,11 @@ impl<'a> Fair<'a> {
             }
         }
         let se = *self.se(t);
+        let idle = self.idle_path(t);
         self.cfs.load_weight -= se.load_weight;
         self.cfs.h_nr_queued -= 1;
         self.cfs.nr_queued -= 1;
-        self.cfs.h_nr_idle -= u32::from(se.policy == Policy::Idle);
+        self.cfs.h_nr_idle -= u32::from(idle);
         // The kernel subtracts here for SLEEP/DELAYED/non-delayed dequeues and adds one back
         // below when a delayed task leaves for good (clear_delayed); the net effect is taken
         // at once so the unsigned count never wraps.
