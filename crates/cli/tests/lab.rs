@@ -180,8 +180,9 @@ fn sweep_rerun_shards_merge_and_compare_from() {
     assert_eq!(all.len(), 12);
     assert!(
         all[0].starts_with(&format!(
-            "{}|v7.3|v7.3|smp:2|[\"rtapp\",\"examples/rtapp/mixed.json\"]|1|",
-            env!("CARGO_PKG_VERSION")
+            "{}+model.{}|v7.3|v7.3|smp:2|[\"rtapp\",\"examples/rtapp/mixed.json\"]|1|",
+            env!("CARGO_PKG_VERSION"),
+            lab::store::MODEL_REVISION
         )),
         "{}",
         all[0]

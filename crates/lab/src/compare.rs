@@ -27,7 +27,7 @@ use serde::Serialize;
 use crate::plan::{DEFAULT_MAX_EVENTS, Plan, RunKey};
 use crate::runner::{Better, CounterRecord, GuestInfo, RunRecord, WorkloadLine};
 use crate::stats::{Summary, TTest, paired_t, welch_t};
-use crate::store::{Store, StoredRun, VERSION};
+use crate::store::{MODEL_REVISION, Store, StoredRun, VERSION};
 use crate::{LabError, spec, words};
 
 /// Fewer runs than this are never marked significant.
@@ -260,21 +260,25 @@ pub struct Stored {
 
 /// The runs of a results store to compare: the base and variants by name or SPEC (`--base`,
 /// `--variant`; by default the first stored variant and every other one that has runs), only
-/// of this schedlab version when the store holds several.
+/// this build's ([`StoredRun::is_current`]: this model revision's, real kernels' of this
+/// version) when the store holds others.
 pub fn select_stored(store: &Store, base: Option<&str>, variants: &[String]) -> Result<Stored, LabError> {
     let mut runs = store.runs()?;
-    let versions = store.versions()?;
     let mut note = None;
-    if versions.len() > 1 {
-        if !versions.iter().any(|v| v == VERSION) {
+    if runs.iter().any(|r| !r.is_current()) {
+        let versions = store.versions()?;
+        if !runs.iter().any(|r| r.is_current()) {
             return Err(LabError::Input(format!(
-                "{}: runs of several schedlab versions ({}); none of this version {VERSION}",
+                "{}: runs of schedlab {} and none of this build (model runs of {VERSION}+model.{MODEL_REVISION})",
                 store.path().display(),
                 versions.join(", "),
             )));
         }
-        note = Some(format!("using the runs of schedlab {VERSION} (the store also has {})", versions.join(", ")));
-        runs.retain(|r| r.version == VERSION);
+        note = Some(format!(
+            "using the runs of this build (schedlab {VERSION}, model {MODEL_REVISION}; the store also has {})",
+            versions.join(", ")
+        ));
+        runs.retain(|r| r.is_current());
     }
     let named = store.variants()?;
     // Names known from the variants table, then from the runs themselves.

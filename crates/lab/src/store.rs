@@ -3,7 +3,10 @@
 //! Each run is inserted in its own transaction as soon as it finishes, in WAL mode, so an
 //! interrupted sweep keeps every completed run; the unique key on the run's inputs
 //! (schedlab version, full SPEC, topology, workload argv, seed, duration, event bound) makes a
-//! rerun skip what is stored and makes merging shard databases idempotent.
+//! rerun skip what is stored and makes merging shard databases idempotent. A model run's
+//! version is `VERSION+model.REVISION` ([`version_of`]): the hash of the model's sources this
+//! binary was built from, so the runs of another model are never taken for this one's; a
+//! real kernel's run (`vm:` SPEC) keeps the plain version, whatever the model.
 //!
 //! Tables (`PRAGMA user_version` = [`SCHEMA_VERSION`]):
 //! - `runs`: the inputs, the metric, every counter as a column, wakeup-latency percentiles, the
@@ -33,6 +36,16 @@ pub const SCHEMA_VERSION: i64 = 1;
 pub const DB_FILE: &str = "results.db";
 /// This build's version, stored with every run.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+/// The model revision: a hash of the simulator's, workload and machine parsers' and run
+/// resolver's sources (`build.rs`).
+pub const MODEL_REVISION: &str = env!("SCHEDLAB_MODEL_REVISION");
+
+/// The version a run of this key is stored under by this build: `VERSION+model.REVISION` for
+/// a model run, `VERSION` for a real kernel's (`vm:` SPEC), whose result the model does not
+/// decide.
+pub fn version_of(key: &RunKey) -> String {
+    if key.spec.starts_with("vm:") { VERSION.to_string() } else { format!("{VERSION}+model.{MODEL_REVISION}") }
+}
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS runs (
@@ -96,6 +109,14 @@ pub struct StoredRun {
     pub variant_name: String,
     pub key: RunKey,
     pub record: RunRecord,
+}
+
+impl StoredRun {
+    /// Whether this build would have stored the run under its version ([`version_of`]): a
+    /// model run of this model revision, or a real kernel's run of this schedlab version.
+    pub fn is_current(&self) -> bool {
+        self.version == version_of(&self.key)
+    }
 }
 
 /// An open results database. Inserts from several threads are serialised by a mutex.
@@ -186,16 +207,20 @@ impl Store {
         self.conn.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The keys of the runs stored for this schedlab version.
+    /// The keys of the runs stored for this build ([`version_of`]: model runs of this model
+    /// revision, real kernels' runs of this version).
     pub fn keys(&self) -> Result<BTreeSet<RunKey>, LabError> {
         let conn = self.conn();
         let mut stmt = conn
             .prepare(
-                "SELECT spec, topology, workload, seed, duration_ns, max_events FROM runs WHERE schedlab_version = ?1",
+                "SELECT spec, topology, workload, seed, duration_ns, max_events FROM runs \
+                 WHERE (schedlab_version = ?1 AND substr(spec, 1, 3) = 'vm:') \
+                 OR (schedlab_version = ?2 AND substr(spec, 1, 3) != 'vm:')",
             )
             .map_err(|e| db_err(&self.path, e))?;
+        let model = format!("{VERSION}+model.{MODEL_REVISION}");
         let rows = stmt
-            .query_map([VERSION], |r| {
+            .query_map([VERSION, model.as_str()], |r| {
                 Ok((
                     r.get::<_, String>(0)?,
                     r.get::<_, String>(1)?,
@@ -253,8 +278,9 @@ impl Store {
         Ok(())
     }
 
-    /// The stored run of this version with this key, if any.
+    /// The stored run of this build's version ([`version_of`]) with this key, if any.
     pub fn get(&self, key: &RunKey) -> Result<Option<StoredRun>, LabError> {
+        let version = version_of(key);
         let conn = self.conn();
         let workload = serde_json::to_string(&key.workload).map_err(|e| db_err(&self.path, e))?;
         let row = conn
@@ -262,7 +288,7 @@ impl Store {
                 "SELECT variant_name, record FROM runs WHERE schedlab_version = ?1 AND spec = ?2 AND topology = ?3 \
                  AND workload = ?4 AND seed = ?5 AND duration_ns = ?6 AND max_events = ?7",
                 params![
-                    VERSION,
+                    version,
                     key.spec,
                     key.topology,
                     workload,
@@ -276,7 +302,7 @@ impl Store {
             .map_err(|e| db_err(&self.path, e))?;
         let Some((variant_name, record)) = row else { return Ok(None) };
         let record: RunRecord = serde_json::from_str(&record).map_err(|e| db_err(&self.path, e))?;
-        Ok(Some(StoredRun { version: VERSION.to_string(), variant_name, key: key.clone(), record }))
+        Ok(Some(StoredRun { version, variant_name, key: key.clone(), record }))
     }
 
     /// The recorded variant names and full SPECs, base first.
@@ -306,7 +332,7 @@ impl Store {
                      ?29, ?30, ?31, ?32, ?33, ?34, ?35)"
                 ),
                 params![
-                    VERSION,
+                    version_of(key),
                     variant_name,
                     key.spec,
                     rec.kernel,

@@ -96,3 +96,44 @@ fn shards_merged_equal_one_sweep() {
     assert_eq!(rows(merged.path()), rows(whole.path()));
     assert_eq!(store.variants().unwrap(), Store::open(whole.path()).unwrap().variants().unwrap());
 }
+
+/// The store keys model runs by the model revision (`lab::store::version_of`): runs stored by
+/// a binary of another model (here: the same rows relabelled as the plain version, as every
+/// run was stored before the revision was part of the key) are not taken for this model's, so
+/// a sweep computes them again and `compare --from` uses only the fresh ones; a real kernel's
+/// run (`vm:` SPEC) keeps the plain version and stays current whatever the model.
+#[test]
+fn runs_of_another_model_are_not_reused() {
+    let plan = plan();
+    let tmp = tempfile::tempdir().unwrap();
+    assert_eq!(run(&plan, tmp.path(), None, Some(4)).stored, 4);
+    {
+        let conn = rusqlite::Connection::open(tmp.path().join("results.db")).unwrap();
+        let n = conn.execute("UPDATE runs SET schedlab_version = ?1", [lab::store::VERSION]).unwrap();
+        assert_eq!(n, 4);
+    }
+    let store = Store::open(tmp.path()).unwrap();
+    assert!(store.keys().unwrap().is_empty(), "an older model's runs are not this model's");
+    assert!(store.runs().unwrap().iter().all(|r| !r.is_current()));
+    assert!(lab::compare::select_stored(&store, None, &[]).is_err(), "no run of this model to compare");
+    let vm = RunKey {
+        spec: "vm:linux-image-7.3.4 default".into(),
+        topology: "smp:2".into(),
+        workload: vec![],
+        seed: 1,
+        duration_ns: 0,
+        max_events: 0,
+    };
+    assert_eq!(lab::store::version_of(&vm), lab::store::VERSION);
+    let model = &store.runs().unwrap()[0].key;
+    assert_eq!(lab::store::version_of(model), format!("{}+model.{}", lab::store::VERSION, lab::store::MODEL_REVISION));
+    drop(store);
+    let report = run(&plan, tmp.path(), None, None);
+    assert_eq!((report.already, report.stored), (0, 12), "every run is computed again for this model");
+    let store = Store::open(tmp.path()).unwrap();
+    assert_eq!(store.count().unwrap(), 16);
+    assert_eq!(store.keys().unwrap().len(), 12);
+    let stored = lab::compare::select_stored(&store, None, &[]).unwrap();
+    assert!(stored.note.as_deref().is_some_and(|n| n.contains("using the runs of this build")), "{:?}", stored.note);
+    assert_eq!(stored.samples.len(), 12, "the fresh runs only");
+}

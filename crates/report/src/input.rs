@@ -67,23 +67,26 @@ pub fn is_database(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "db" || e == "sqlite")
 }
 
-/// Reads a results database. When it holds runs of several schedlab versions, only this
-/// version's (or else the newest version's) runs are used, and a note says so.
+/// Reads a results database. When it holds runs of other schedlab versions or model
+/// revisions, only this build's (or else the newest version's) runs are used, and a note says
+/// so.
 pub fn load_db(path: &Path) -> Result<Input, lab::LabError> {
     let st = Store::open(path)?;
     let mut runs = st.runs()?;
     let mut notes = Vec::new();
-    let versions = st.versions()?;
-    if versions.len() > 1 {
-        let keep = if versions.iter().any(|v| v == store::VERSION) {
-            store::VERSION.to_string()
-        } else {
-            versions.iter().max().cloned().unwrap_or_default()
-        };
+    if runs.iter().any(|r| !r.is_current()) {
+        let versions = st.versions()?;
         let before = runs.len();
-        runs.retain(|r| r.version == keep);
+        let shown = if runs.iter().any(|r| r.is_current()) {
+            runs.retain(|r| r.is_current());
+            format!("this build's (schedlab {}, model {})", store::VERSION, store::MODEL_REVISION)
+        } else {
+            let keep = versions.iter().max().cloned().unwrap_or_default();
+            runs.retain(|r| r.version == keep);
+            keep
+        };
         notes.push(format!(
-            "the database holds runs of schedlab {}; only the {} runs of {keep} are shown ({} left out)",
+            "the database holds runs of schedlab {}; only the {} runs of {shown} are shown ({} left out)",
             versions.join(", "),
             runs.len(),
             before - runs.len()
