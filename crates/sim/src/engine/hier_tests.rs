@@ -25,17 +25,34 @@ fn alternating_sliced(kernel: &str, grouped: bool, slice_a: Option<u64>) -> Sim 
         t.group = if grouped { group } else { 0 };
         t
     };
-    let group =
-        |name: &str| GroupSpec { name: name.into(), parent: 0, shares: shares_from_cpu_weight(100), idle: false };
+    let tasks = vec![TaskSpec { slice_ns: slice_a, ..task("a", 300_000, 100_000, 1) }, task("b", 450_000, 150_000, 2)];
+    let groups = if grouped { vec![top_group("/A"), top_group("/B")] } else { Vec::new() };
+    one_cpu(kernel, tasks, groups)
+}
+
+/// A top-level group of the default weight.
+fn top_group(name: &str) -> GroupSpec {
+    GroupSpec { name: name.into(), parent: 0, shares: shares_from_cpu_weight(100), idle: false }
+}
+
+/// A hog of group `group` that runs for a second.
+fn hog(name: &str, group: u32) -> TaskSpec {
+    let mut t = TaskSpec::new(name, vec![Op::Run { ns: 1_000_000_000 }]);
+    t.group = group;
+    t
+}
+
+/// One CPU of `kernel` with these tasks and groups, every invariant checked.
+fn one_cpu(kernel: &str, tasks: Vec<TaskSpec>, groups: Vec<GroupSpec>) -> Sim {
     let setup = SimSetup {
         sched: kernel::preset(kernel).expect("a preset").config(),
         topology: Topology::smp(1),
         seed: 1,
         limits: Limits { max_events: u64::MAX, max_time_ns: u64::MAX },
-        tasks: vec![TaskSpec { slice_ns: slice_a, ..task("a", 300_000, 100_000, 1) }, task("b", 450_000, 150_000, 2)],
+        tasks,
         objects: vec![],
         check_invariants: true,
-        groups: if grouped { vec![group("/A"), group("/B")] } else { Vec::new() },
+        groups,
     };
     Sim::new(setup).expect("valid setup")
 }
@@ -105,24 +122,8 @@ type EntityState = (u64, u64, u64, bool);
 /// running hog) is reweighted from 1024 to 3072 as `update_cfs_group()` would. Returns the
 /// root's V and the entity's (vruntime, deadline, protected) before and after.
 fn reweight_running_group(kernel: &str, at_ns: u64) -> (EntityState, EntityState) {
-    let hog = |name: &str, group: u32| {
-        let mut t = TaskSpec::new(name, vec![Op::Run { ns: 1_000_000_000 }]);
-        t.group = group;
-        t
-    };
-    let group =
-        |name: &str| GroupSpec { name: name.into(), parent: 0, shares: shares_from_cpu_weight(100), idle: false };
-    let setup = SimSetup {
-        sched: kernel::preset(kernel).expect("a preset").config(),
-        topology: Topology::smp(1),
-        seed: 1,
-        limits: Limits { max_events: u64::MAX, max_time_ns: u64::MAX },
-        tasks: vec![hog("a", 1), hog("b", 2), hog("c", 3)],
-        objects: vec![],
-        check_invariants: true,
-        groups: vec![group("/A"), group("/B"), group("/C")],
-    };
-    let mut s = Sim::new(setup).expect("valid setup");
+    let groups = vec![top_group("/A"), top_group("/B"), top_group("/C")];
+    let mut s = one_cpu(kernel, vec![hog("a", 1), hog("b", 2), hog("c", 3)], groups);
     while s.queue.peek_time().is_some_and(|t| t.0 <= at_ns) {
         let (at, ev) = s.queue.pop().expect("peeked");
         s.now = at.0;
@@ -173,28 +174,9 @@ fn group_reweight_forms_per_version() {
 /// event, while an `/a/b` hog runs.
 #[test]
 fn hrtick_charges_every_level() {
-    let hog = |name: &str, group: u32| {
-        let mut t = TaskSpec::new(name, vec![Op::Run { ns: 1_000_000_000 }]);
-        t.group = group;
-        t
-    };
-    let group = |name: &str, parent: u32| GroupSpec {
-        name: name.into(),
-        parent,
-        shares: shares_from_cpu_weight(100),
-        idle: false,
-    };
-    let setup = SimSetup {
-        sched: kernel::preset("v7.2").expect("a preset").config(),
-        topology: Topology::smp(1),
-        seed: 1,
-        limits: Limits { max_events: u64::MAX, max_time_ns: u64::MAX },
-        tasks: vec![hog("r", 0), hog("a", 1), hog("b1", 2), hog("b2", 2)],
-        objects: vec![],
-        check_invariants: true,
-        groups: vec![group("/a", 0), group("/a/b", 1)],
-    };
-    let mut s = Sim::new(setup).expect("valid setup");
+    let b = GroupSpec { name: "/a/b".into(), parent: 1, ..top_group("/a/b") };
+    let tasks = vec![hog("r", 0), hog("a", 1), hog("b1", 2), hog("b2", 2)];
+    let mut s = one_cpu("v7.2", tasks, vec![top_group("/a"), b]);
     let mut checked = 0;
     while checked < 5 && s.queue.peek_time().is_some_and(|t| t.0 <= 200_000_000) {
         let (at, ev) = s.queue.pop().expect("peeked");

@@ -317,17 +317,11 @@ impl Fair<'_> {
             if protected {
                 prot = Some(se.vprot.wrapping_sub(se.vruntime) as i64);
             }
-            self.cfs.nr_queued -= 1;
-            if !is_curr {
-                self.dequeue_tree(e);
-            }
+            self.leave_for_reweight(e, is_curr);
         }
-        let se = self.se_mut(e);
-        se.vlag = se.vlag.wrapping_mul(old) / div;
-        if se.rel_deadline {
-            se.deadline = ((se.deadline as i64).wrapping_mul(old) / div) as u64;
-        }
+        self.scale_lag_and_deadline(e, old, div);
         let prot = prot.map(|p| p.wrapping_mul(old) / div);
+        let se = self.se_mut(e);
         se.load_weight = weight;
         se.h_weight = weight;
         if on_rq {
@@ -344,6 +338,24 @@ impl Fair<'_> {
                 self.enqueue_tree(e);
             }
             self.cfs.nr_queued += 1;
+        }
+    }
+
+    /// A queued entity leaves its level for a reweight (`nr_queued--`, out of the tree unless
+    /// it runs), in the 6.13+ forms.
+    fn leave_for_reweight(&mut self, e: TaskId, is_curr: bool) {
+        self.cfs.nr_queued -= 1;
+        if !is_curr {
+            self.dequeue_tree(e);
+        }
+    }
+
+    /// The saved lag and a relative deadline scaled by `old / div` (6.13+ forms).
+    fn scale_lag_and_deadline(&mut self, e: TaskId, old: i64, div: i64) {
+        let se = self.se_mut(e);
+        se.vlag = se.vlag.wrapping_mul(old) / div;
+        if se.rel_deadline {
+            se.deadline = ((se.deadline as i64).wrapping_mul(old) / div) as u64;
         }
     }
 
@@ -366,16 +378,10 @@ impl Fair<'_> {
                 se.vprot = se.vprot.wrapping_sub(avruntime);
                 rel_vprot = true;
             }
-            self.cfs.nr_queued -= 1;
-            if !is_curr {
-                self.dequeue_tree(e);
-            }
+            self.leave_for_reweight(e, is_curr);
         }
+        self.scale_lag_and_deadline(e, old, div);
         let se = self.se_mut(e);
-        se.vlag = se.vlag.wrapping_mul(old) / div;
-        if se.rel_deadline {
-            se.deadline = ((se.deadline as i64).wrapping_mul(old) / div) as u64;
-        }
         if rel_vprot {
             se.vprot = ((se.vprot as i64).wrapping_mul(old) / div) as u64;
         }
