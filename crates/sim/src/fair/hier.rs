@@ -12,9 +12,10 @@
 //! task joins a delayed one), group slices (`cfs_rq_min_slice()` propagated up as the group
 //! entity's custom slice), `update_curr()` charging each level's current entity, the pick
 //! walking down levels (`pick_task_fair()`), `put_prev_task_fair()` / `set_next_task_fair()`
-//! per level leaving shared levels alone, the tick's `entity_tick()` per level,
-//! `update_cfs_group()` reweighting a group entity through `reweight_entity()` (6.12's
-//! `reweight_eevdf()` form, or 7.2's `rescale_entity()` form where the preset has `vprot`), the
+//! per level leaving shared levels alone, the tick's and the hrtick's `entity_tick()` per
+//! level, `update_cfs_group()` reweighting a group entity through `reweight_entity()` in the
+//! version's form (`config::ReweightForm`: 6.12's `reweight_eevdf()`, 6.13-6.19's
+//! `place_entity()`, 7.0+'s `rescale_entity()`), the
 //! buddies set and cleared up the hierarchy, and wakeup preemption comparing the entities
 //! `find_matching_se()` finds.
 //!
