@@ -19,8 +19,8 @@
 //! buddies set and cleared up the hierarchy, and wakeup preemption comparing the entities
 //! `find_matching_se()` finds.
 //!
-//! Counts: the group runqueues' `load.weight`, `h_nr_queued` and `h_nr_runnable` are kept in
-//! [`super::group::GroupRq`] (the same bookkeeping the flat form uses, with a group entity's
+//! Counts: the group runqueues' `load.weight`, `h_nr_queued`, `h_nr_runnable` and `h_nr_idle`
+//! are kept in [`super::group::GroupRq`] (the same bookkeeping the flat form uses, with a group entity's
 //! weight in its parent's load while it is queued, delayed included); a level's own
 //! `nr_queued` and its EEVDF sums in its [`CfsRq`]. The root runqueue keeps its flat meaning
 //! for the engine and PELT: `h_nr_*` count every task of the CPU, `load_weight` is the sum of
