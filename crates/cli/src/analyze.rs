@@ -2,8 +2,7 @@
 //! table, recomputed from a real kernel trace (`/sys/kernel/debug/tracing/trace`,
 //! `trace-cmd report`) or a simulated one (`schedlab run --trace FILE.txt`).
 
-use std::fs::File;
-use std::io::{BufReader, Write};
+use std::io::Write;
 
 use schedtrace::{Analysis, Filter};
 use serde_json::{Value, json};
@@ -13,12 +12,12 @@ use crate::setup::user;
 
 pub fn analyze(a: &AnalyzeArgs) -> anyhow::Result<()> {
     let path = a.trace.display();
-    let file = match File::open(&a.trace) {
+    let file = match schedtrace::open_trace(&a.trace) {
         Ok(f) => f,
         Err(e) => return user(format!("{path}: {e}")),
     };
     let filter = Filter { comm: a.comm.clone(), pid: a.pid, also_comms: Vec::new() };
-    let an = match schedtrace::analyze(BufReader::with_capacity(1 << 16, file), filter) {
+    let an = match schedtrace::analyze(file, filter) {
         Ok(an) => an,
         Err(schedtrace::ParseError::Line { line, message }) => return user(format!("{path}:{line}: {message}")),
         // Unreadable or empty input is the user's file, not an internal error.
@@ -80,6 +79,12 @@ fn json_report(a: &AnalyzeArgs, an: &Analysis) -> Value {
             "nr_wakeups_migrate": an.nr_wakeups_migrate,
             "idle_ns_per_cpu": an.idle_ns_per_cpu,
         },
+        "migrations": {
+            "at_wakeup": an.nr_migrations_at_wakeup,
+            "other": an.nr_migrations_other,
+            "other_passes": an.nr_migration_passes,
+            "max_per_pass": an.max_migrations_per_pass,
+        },
         "wakeup_latency_ns": { "p50": lat.p50, "p90": lat.p90, "p99": lat.p99, "max": lat.max },
         "wakee_on_waker_cpu": an.wakee_on_waker_cpu(),
         "wakeup_preempt_reasons": preempt,
@@ -117,6 +122,13 @@ fn write_text(out: &mut impl Write, a: &AnalyzeArgs, an: &Analysis) -> anyhow::R
         an.nr_wakeups_migrate,
         an.nr_migrations
     )?;
+    if an.nr_migrations > 0 {
+        writeln!(
+            out,
+            "migrations: {} at wakeup, {} other (balancing, affinity) in {} passes of up to {} tasks",
+            an.nr_migrations_at_wakeup, an.nr_migrations_other, an.nr_migration_passes, an.max_migrations_per_pass
+        )?;
+    }
     if let Some(f) = an.wakee_on_waker_cpu() {
         writeln!(out, "wakee on waker CPU: {:.1}% of wakeups", f * 100.0)?;
     }

@@ -379,7 +379,7 @@ mod tests {
 #[derive(Args, Debug)]
 pub struct AnalyzeArgs {
     /// An ftrace text trace with sched_switch, sched_waking/sched_wakeup and
-    /// sched_migrate_task events.
+    /// sched_migrate_task events (plain or gzip-compressed).
     #[arg(value_name = "TRACE.txt")]
     pub trace: PathBuf,
     /// Count only tasks with this name (as the trace shows it, at most 15 bytes).

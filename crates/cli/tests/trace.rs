@@ -65,6 +65,14 @@ fn check_counters(opts: &[&str], workload: &[&str]) -> (Value, Value) {
     ] {
         assert_eq!(ac[key], rc[key], "{key}");
     }
+    // Every migration the model makes at a wakeup falls between sched_waking and sched_wakeup;
+    // the rest (balancing) are the others.
+    let m = &an["migrations"];
+    assert_eq!(m["at_wakeup"], rc["nr_wakeups_migrate"]);
+    assert_eq!(
+        m["at_wakeup"].as_u64().unwrap() + m["other"].as_u64().unwrap(),
+        rc["nr_migrations"].as_u64().unwrap()
+    );
     let (rt, at) = (run["tasks"].as_array().unwrap(), an["tasks"].as_array().unwrap());
     assert_eq!(rt.len(), at.len());
     for (r, a) in rt.iter().zip(at) {

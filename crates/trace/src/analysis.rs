@@ -9,6 +9,11 @@
 //!   following `sched_wakeup` of that task queued it on (the wakee landed on the waker's
 //!   CPU), remote otherwise, and "migrate" when that CPU differs from `sched_waking`'s
 //!   `target_cpu` (the task's previous CPU);
+//! - a migration is "at wakeup" when it falls between the task's `sched_waking` and its
+//!   `sched_wakeup` (`set_task_cpu()` from `try_to_wake_up()`), "other" otherwise: load
+//!   balancing (periodic, idle, newidle, active), affinity changes, fork/exec placement of a
+//!   task already seen. Consecutive "other" migrations between the same two CPUs less than
+//!   200 µs apart are counted as one pass (`detach_tasks()` moves several tasks at once);
 //! - wakeup latency runs from `sched_waking` to the task's next switch-in;
 //! - scheduling delay (the table) runs from `sched_waking`, `sched_wakeup_new` or an
 //!   involuntary switch-out to the next switch-in;
@@ -99,6 +104,13 @@ pub struct Analysis {
     pub nr_wakeups_local: u64,
     pub nr_wakeups_remote: u64,
     pub nr_wakeups_migrate: u64,
+    /// Migrations between a task's `sched_waking` and `sched_wakeup`.
+    pub nr_migrations_at_wakeup: u64,
+    /// The other migrations (balancing, affinity), and the passes they came in.
+    pub nr_migrations_other: u64,
+    pub nr_migration_passes: u64,
+    /// The most tasks one pass moved.
+    pub max_migrations_per_pass: u64,
     pub wakeup_latency: LatencyHistogram,
     pub idle_ns_per_cpu: Vec<u64>,
     /// Tasks that match the filter (pid 0 excluded), by pid.
@@ -142,10 +154,21 @@ pub struct Analyzer {
     nr_wakeups_local: u64,
     nr_wakeups_remote: u64,
     nr_wakeups_migrate: u64,
+    nr_migrations_at_wakeup: u64,
+    nr_migrations_other: u64,
+    nr_migration_passes: u64,
+    max_migrations_per_pass: u64,
+    /// The last counted "other" migration: (ts, orig, dest) and how many its pass has moved.
+    last_other: Option<(u64, u32, u32, u64)>,
     wakeup_latency: LatencyHistogram,
     wakeup_preempt_reasons: BTreeMap<String, ReasonCount>,
     placement_reasons: BTreeMap<String, ReasonCount>,
 }
+
+/// Two "other" migrations between the same CPUs this close belong to one balancing pass:
+/// `detach_tasks()` then `attach_tasks()` move a batch within microseconds even in an
+/// emulated guest, and two periodic passes are at least a jiffy apart.
+const PASS_GAP_NS: u64 = 200_000;
 
 impl Analyzer {
     pub fn new(filter: Filter) -> Self {
@@ -164,6 +187,11 @@ impl Analyzer {
             nr_wakeups_local: 0,
             nr_wakeups_remote: 0,
             nr_wakeups_migrate: 0,
+            nr_migrations_at_wakeup: 0,
+            nr_migrations_other: 0,
+            nr_migration_passes: 0,
+            max_migrations_per_pass: 0,
+            last_other: None,
             wakeup_latency: LatencyHistogram::default(),
             wakeup_preempt_reasons: BTreeMap::new(),
             placement_reasons: BTreeMap::new(),
@@ -291,12 +319,18 @@ impl Analyzer {
                 let t = self.task(task.pid, &task.comm);
                 t.runnable_since = Some(ts);
             }
-            Event::Migrate { task, .. } => {
+            Event::Migrate { task, orig_cpu, dest_cpu } => {
                 let counted = self.filter.matches(task.pid, &task.comm);
                 let t = self.task(task.pid, &task.comm);
                 t.a.nr_migrations += 1;
+                let at_wakeup = t.waking_cpus.is_some();
                 if counted {
                     self.nr_migrations += 1;
+                    if at_wakeup {
+                        self.nr_migrations_at_wakeup += 1;
+                    } else {
+                        self.count_other_migration(ts, *orig_cpu, *dest_cpu);
+                    }
                 }
             }
             Event::Fork { child, .. } => {
@@ -316,6 +350,19 @@ impl Analyzer {
                 }
             }
         }
+    }
+
+    fn count_other_migration(&mut self, ts: u64, orig: u32, dest: u32) {
+        self.nr_migrations_other += 1;
+        let moved = match self.last_other {
+            Some((t, o, d, n)) if o == orig && d == dest && ts.saturating_sub(t) < PASS_GAP_NS => n + 1,
+            _ => {
+                self.nr_migration_passes += 1;
+                1
+            }
+        };
+        self.max_migrations_per_pass = self.max_migrations_per_pass.max(moved);
+        self.last_other = Some((ts, orig, dest, moved));
     }
 
     /// Closes the open intervals at the last record. `nr_cpus` is the CPU count the trace's
@@ -350,6 +397,10 @@ impl Analyzer {
             nr_wakeups_local: self.nr_wakeups_local,
             nr_wakeups_remote: self.nr_wakeups_remote,
             nr_wakeups_migrate: self.nr_wakeups_migrate,
+            nr_migrations_at_wakeup: self.nr_migrations_at_wakeup,
+            nr_migrations_other: self.nr_migrations_other,
+            nr_migration_passes: self.nr_migration_passes,
+            max_migrations_per_pass: self.max_migrations_per_pass,
             wakeup_latency: self.wakeup_latency,
             idle_ns_per_cpu: self.cpus.iter().map(|c| c.idle_ns).collect(),
             tasks,
@@ -427,5 +478,30 @@ impl Analysis {
         let _ = writeln!(s, "  {:<22}|{:>11.3} ms |{:>9} |", "TOTAL:", ms(runtime), switches);
         let _ = writeln!(s, " {}", "-".repeat(49));
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TRACE: &str = "\
+  hb-10 [000] d..3.  1.000000: sched_waking: comm=hb pid=11 prio=120 target_cpu=001
+  hb-10 [000] d..3.  1.000001: sched_migrate_task: comm=hb pid=11 prio=120 orig_cpu=1 dest_cpu=0
+  hb-10 [000] d..4.  1.000002: sched_wakeup: comm=hb pid=11 prio=120 target_cpu=000
+  hb-12 [001] dNs1.  1.004000: sched_migrate_task: comm=hb pid=13 prio=120 orig_cpu=0 dest_cpu=1
+  hb-12 [001] dNs1.  1.004010: sched_migrate_task: comm=hb pid=14 prio=120 orig_cpu=0 dest_cpu=1
+  hb-12 [001] dNs1.  1.004020: sched_migrate_task: comm=hb pid=15 prio=120 orig_cpu=0 dest_cpu=1
+  hb-10 [000] dNs1.  1.064000: sched_migrate_task: comm=hb pid=13 prio=120 orig_cpu=1 dest_cpu=0
+  hb-12 [001] dNs1.  1.124000: sched_migrate_task: comm=hb pid=14 prio=120 orig_cpu=0 dest_cpu=1
+";
+
+    #[test]
+    fn migrations_split_into_wakeup_ones_and_balancing_passes() {
+        let a = analyze(TRACE.as_bytes(), Filter::default()).expect("parses");
+        assert_eq!(a.nr_migrations, 6);
+        assert_eq!((a.nr_migrations_at_wakeup, a.nr_wakeups_migrate), (1, 1));
+        // Three tasks 0 -> 1 within 20 us, then one back, then one 0 -> 1 a pass later.
+        assert_eq!((a.nr_migrations_other, a.nr_migration_passes, a.max_migrations_per_pass), (5, 3, 3));
     }
 }

@@ -30,5 +30,5 @@ pub use analysis::{Analysis, Analyzer, Filter, ReasonCount, TaskAnalysis, analyz
 pub use file::{SharedSink, TraceFile, TraceFormat, UnknownFormat};
 pub use names::select_reason_name;
 pub use perfetto::{PerfettoOptions, PerfettoWriter};
-pub use read::{EevdfFields, Event, FtraceTextReader, ParseError, Record, TaskId, read_ftrace_text};
+pub use read::{EevdfFields, Event, FtraceTextReader, ParseError, Record, TaskId, open_trace, read_ftrace_text};
 pub use text::{FtraceTextWriter, Precision, TextOptions, TraceHeader};

@@ -125,6 +125,18 @@ pub struct Record {
     pub event: Event,
 }
 
+/// Opens a trace file for [`read_ftrace_text`]: plain text, or gzip-compressed (by its magic
+/// bytes, whatever the name), as the repository keeps its real-kernel traces.
+pub fn open_trace(path: &std::path::Path) -> std::io::Result<Box<dyn BufRead>> {
+    let mut file = std::io::BufReader::with_capacity(1 << 16, std::fs::File::open(path)?);
+    let gz = file.fill_buf()?.starts_with(&[0x1f, 0x8b]);
+    Ok(if gz {
+        Box::new(std::io::BufReader::with_capacity(1 << 16, flate2::bufread::MultiGzDecoder::new(file)))
+    } else {
+        Box::new(file)
+    })
+}
+
 /// The most CPUs a trace may name: the largest `CONFIG_NR_CPUS` Linux builds with
 /// (`NR_CPUS_RANGE_END` on x86-64 with `MAXSMP`). It bounds what a trace line can make the
 /// analysis allocate.
@@ -597,6 +609,26 @@ mod tests {
     fn one(line: &str) -> Record {
         let mut r = read_ftrace_text(line.as_bytes());
         r.next().expect("a record").expect("parses")
+    }
+
+    #[test]
+    fn open_trace_reads_plain_and_gzip_files() {
+        use std::io::{Read, Write};
+        let dir = std::env::temp_dir().join(format!("schedtrace-open-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let text = "  a-1 [000] d..2.  1.000000: sched_waking: comm=b pid=2 prio=120 target_cpu=000\n";
+        let plain = dir.join("t.txt");
+        std::fs::write(&plain, text).expect("write");
+        let gz = dir.join("t.txt.gz");
+        let mut enc = flate2::write::GzEncoder::new(std::fs::File::create(&gz).expect("create"), Default::default());
+        enc.write_all(text.as_bytes()).expect("compress");
+        enc.finish().expect("finish");
+        for p in [&plain, &gz] {
+            let mut back = String::new();
+            open_trace(p).expect("opens").read_to_string(&mut back).expect("reads");
+            assert_eq!(back, text, "{}", p.display());
+        }
+        std::fs::remove_dir_all(&dir).expect("cleanup");
     }
 
     #[test]

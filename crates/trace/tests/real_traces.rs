@@ -10,16 +10,13 @@
 //! several ms and read dozens of messages per wakeup. 7.3.4 took the fast one in the recorded
 //! boot; 6.12.117 took the slow one in boot `a` and the fast one in boot `b`.
 
-use std::io::BufReader;
-
-use schedtrace::{Analysis, Filter, analyze};
+use schedtrace::{Analysis, Filter, analyze, open_trace};
 
 const MESSAGES: f64 = 80_000.0;
 
 fn real(name: &str) -> Analysis {
     let path = format!("{}/../../data/ground-truth/qemu-2vcpu/traces/{name}", env!("CARGO_MANIFEST_DIR"));
-    let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let text = BufReader::new(flate2::read::GzDecoder::new(file));
+    let text = open_trace(std::path::Path::new(&path)).unwrap_or_else(|e| panic!("{path}: {e}"));
     analyze(text, Filter { comm: Some("hackbench".into()), pid: None, ..Default::default() })
         .unwrap_or_else(|e| panic!("{path}: {e}"))
 }
@@ -60,12 +57,28 @@ fn real_hackbench_pipe_runs_take_either_regime() {
 #[test]
 fn real_7_3_ping_pong_partners_rarely_share_a_cpu() {
     let path = format!("{}/../../data/ground-truth/qemu-2vcpu/traces/pp-7.3.4.txt.gz", env!("CARGO_MANIFEST_DIR"));
-    let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let text = BufReader::new(flate2::read::GzDecoder::new(file));
+    let text = open_trace(std::path::Path::new(&path)).unwrap_or_else(|e| panic!("{path}: {e}"));
     let a = analyze(text, Filter { comm: Some("pp".into()), pid: None, ..Default::default() })
         .unwrap_or_else(|e| panic!("{path}: {e}"));
     let per_rt = a.nr_wakeups as f64 / 5000.0;
     assert!((1.9..=2.0).contains(&per_rt), "wakeups per round trip {per_rt}");
     let local = a.wakee_on_waker_cpu().unwrap();
     assert!(local < 0.03, "wakee on its waker's CPU at {local:.3} of the wakeups");
+}
+
+/// Busy CPUs rebalance hackbench in batches: in every recorded boot, more than a third of the
+/// migrations happen outside a wakeup (periodic and idle `sched_balance_rq()` from
+/// SCHED_SOFTIRQ, the trace's `s` context), in passes that move several tasks at once
+/// (`detach_tasks()` up to the load imbalance): 21-32 passes, of up to 8-16 tasks.
+#[test]
+fn real_hackbench_is_rebalanced_in_batches() {
+    for name in ["hb_thr_pipe-7.3.4.txt.gz", "hb_thr_pipe-6.12.117-a.txt.gz", "hb_thr_pipe-6.12.117-b.txt.gz"] {
+        let a = real(name);
+        assert_eq!(a.nr_migrations, a.nr_migrations_at_wakeup + a.nr_migrations_other, "{name}");
+        assert_eq!(a.nr_migrations_at_wakeup, a.nr_wakeups_migrate, "{name}: every wakeup migration is between waking and wakeup");
+        let other = a.nr_migrations_other as f64 / a.nr_migrations as f64;
+        assert!(other > 0.35, "{name}: other migrations {other:.2} of all");
+        assert!((20..=40).contains(&a.nr_migration_passes), "{name}: {} passes", a.nr_migration_passes);
+        assert!(a.max_migrations_per_pass >= 8, "{name}: at most {} tasks per pass", a.max_migrations_per_pass);
+    }
 }
