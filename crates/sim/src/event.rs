@@ -89,5 +89,28 @@ mod tests {
             let popped: Vec<(u64, usize)> = std::iter::from_fn(|| q.pop()).map(|(t, i)| (t.0, i)).collect();
             prop_assert_eq!(popped, oracle);
         }
+
+        /// Pushes and pops interleaved (as the engine does) against a sorted-list oracle: each
+        /// pop returns the earliest pending `(time, push index)`.
+        #[test]
+        fn interleaved_pushes_and_pops(ops in proptest::collection::vec(proptest::option::of(0u64..50), 0..400)) {
+            let mut q = EventQueue::default();
+            let mut oracle: Vec<(u64, usize)> = Vec::new();
+            for (i, op) in ops.iter().enumerate() {
+                match op {
+                    Some(t) => {
+                        q.push(Nanos(*t), i);
+                        oracle.push((*t, i));
+                    }
+                    None => {
+                        oracle.sort_unstable();
+                        let want = (!oracle.is_empty()).then(|| oracle.remove(0));
+                        prop_assert_eq!(q.pop().map(|(t, i)| (t.0, i)), want);
+                    }
+                }
+                prop_assert_eq!(q.len(), oracle.len());
+                prop_assert_eq!(q.peek_time().map(|t| t.0), oracle.iter().map(|p| p.0).min());
+            }
+        }
     }
 }

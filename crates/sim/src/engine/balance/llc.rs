@@ -434,15 +434,17 @@ impl Sim {
         self.can_migrate_llc(src, dst, self.ents[p.idx()].pelt.avg.util_avg, to_pref)
     }
 
-    /// The queued tasks of `cpu` (curr first, then the tree), as the kernel's `cfs_tasks`.
-    fn queued_tasks(&self, cpu: u32) -> Box<dyn Iterator<Item = TaskId> + '_> {
+    /// How many of the queued tasks of `cpu` (the kernel's `cfs_tasks`: curr and the tree)
+    /// satisfy `pred`. A count, not an iterator: the balancer asks it for every CPU of every
+    /// group it scans, and a boxed iterator was one allocation per CPU.
+    fn count_queued(&self, cpu: u32, pred: impl Fn(TaskId) -> bool) -> u32 {
         if !self.gents.is_empty() {
             // ≤7.2's levels: the root's tree holds group entities; the CPU's queued tasks
-            // are found among all tasks (the order does not matter to the callers).
-            return Box::new(self.queued_tasks_hier(cpu));
+            // are found among all tasks.
+            return self.queued_tasks_hier(cpu).filter(|&t| pred(t)).count() as u32;
         }
         let cfs = &self.rqs[cpu as usize].cfs;
-        Box::new(cfs.curr.into_iter().chain(cfs.timeline.iter().map(|k| TaskId(k.id))))
+        cfs.curr.into_iter().chain(cfs.timeline.iter().map(|k| TaskId(k.id))).filter(|&t| pred(t)).count() as u32
     }
 
     /// `rq->sd->llc_counts[llc]`: tasks queued on `cpu` that prefer `llc` (0 for a CPU without
@@ -452,7 +454,7 @@ impl Sim {
             return 0;
         }
         self.llc_flush(cpu);
-        self.queued_tasks(cpu).filter(|t| self.tasks[t.idx()].preferred_llc == Some(llc)).count() as u32
+        self.count_queued(cpu, |t| self.tasks[t.idx()].preferred_llc == Some(llc))
     }
 
     /// `rq->nr_pref_llc_running`: runnable (not delayed) tasks queued on `cpu` that prefer its
@@ -460,9 +462,7 @@ impl Sim {
     fn nr_pref_llc_running(&mut self, cpu: u32) -> u32 {
         self.llc_flush(cpu);
         let llc = self.llc_id(cpu);
-        self.queued_tasks(cpu)
-            .filter(|t| self.tasks[t.idx()].preferred_llc == Some(llc) && !self.ents[t.idx()].sched_delayed)
-            .count() as u32
+        self.count_queued(cpu, |t| self.tasks[t.idx()].preferred_llc == Some(llc) && !self.ents[t.idx()].sched_delayed)
     }
 
     /// `alb_break_llc()` (fair.c 7.3.4): active balancing would take the only runnable task(s)
