@@ -46,15 +46,30 @@ fn run_checked(
     for t in &mut tasks {
         t.cpus = cpus.clone();
     }
+    simulate(variant, topology, seed, wl.duration_ns, tasks, wl.objects, Vec::new(), check_invariants)
+}
+
+/// One run of the simulator, stopped at the workload's end or after 2 simulated seconds.
+#[allow(clippy::too_many_arguments)]
+fn simulate(
+    variant: sim::kernel::Variant,
+    topology: Topology,
+    seed: u64,
+    duration_ns: Option<u64>,
+    tasks: Vec<sim::program::TaskSpec>,
+    objects: Vec<sim::ipc::ObjectSpec>,
+    groups: Vec<sim::fair::group::GroupSpec>,
+    check_invariants: bool,
+) -> SimReport {
     let setup = SimSetup {
         sched: variant.config,
         topology,
         seed,
-        limits: Limits { max_events: 50_000_000, max_time_ns: wl.duration_ns.unwrap_or(2_000_000_000) },
+        limits: Limits { max_events: 50_000_000, max_time_ns: duration_ns.unwrap_or(2_000_000_000) },
         tasks,
-        objects: wl.objects,
+        objects,
         check_invariants,
-        groups: Vec::new(),
+        groups,
     };
     Sim::new(setup).unwrap().run().unwrap()
 }
@@ -68,17 +83,7 @@ fn run_autogrouped(kernel: &str, topology: Topology, argv: &[&str], seed: u64) -
     let wl = resolve_workload_on(&argv, &[], topology.nr_cpus() as u32).unwrap();
     let (tasks, groups) = wl.grouped_tasks(true);
     assert_eq!(groups.len(), 1, "one session, one autogroup");
-    let setup = SimSetup {
-        sched: variant.config,
-        topology,
-        seed,
-        limits: Limits { max_events: 50_000_000, max_time_ns: wl.duration_ns.unwrap_or(2_000_000_000) },
-        tasks,
-        objects: wl.objects,
-        check_invariants: true,
-        groups,
-    };
-    Sim::new(setup).unwrap().run().unwrap()
+    simulate(variant, topology, seed, wl.duration_ns, tasks, wl.objects, groups, true)
 }
 
 fn shares(r: &SimReport) -> Vec<f64> {
