@@ -43,7 +43,8 @@
 //! variant = ["NO_WAKEUP_PREEMPTION"]
 //! runs = 3                      # boots per variant (default 3); warmup = 1, seed = 1,
 //! workload = "hackbench -p -g 1 -l 200"     # accel = "auto", timeout = 900 (per boot),
-//!                                           # replug = true (false: --no-replug)
+//!                                           # replug = true (false: --no-replug),
+//!                                           # trace = false (true: --trace)
 //! ```
 //!
 //! A plan may hold only `[[vm]]` tables. Their boots are numbered after the model's runs
@@ -139,6 +140,9 @@ pub struct VmPlan {
     /// `replug`: replug vCPUs 1..N-1 right before each run, the ground truth's method
     /// (default `true`; `false` is `--no-replug`).
     pub replug: bool,
+    /// `trace`: record the measured runs with ftrace in the guest, as `compare --vm --trace`
+    /// (default `false`): fills the wakeup latency rows.
+    pub trace: bool,
     /// `workload`: one workload line.
     pub workload: Vec<String>,
 }
@@ -449,6 +453,7 @@ struct RawVm {
     accel: Option<Spanned<String>>,
     timeout: Option<Spanned<u64>>,
     replug: Option<bool>,
+    trace: Option<bool>,
     workload: Spanned<String>,
 }
 
@@ -783,6 +788,7 @@ fn parse_vm_tables(raw: &[RawVm], at: &dyn Fn(usize, &str, String) -> LabError) 
             accel,
             timeout_s,
             replug: t.replug.unwrap_or(true),
+            trace: t.trace.unwrap_or(false),
             workload,
         });
     }

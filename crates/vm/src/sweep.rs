@@ -60,7 +60,8 @@ pub fn request(t: &VmPlan, opts: &SweepOptions) -> Result<CompareRequest, VmErro
             schedlab_bin: opts.schedlab_bin.clone(),
             verbose: opts.verbose,
             replug: t.replug,
-            trace_kb: None,
+            // `trace = true`: the buffer of `compare --vm --trace`.
+            trace_kb: t.trace.then_some(crate::guest::TRACE_KB),
         },
         vm_arg: t.vm.clone(),
         base: t.base.clone(),
@@ -118,7 +119,7 @@ mod tests {
         [[vm]]\nvm = \"linux-image-6.12.117+deb13-amd64\"\nvariant = [\"NO_WAKEUP_PREEMPTION\"]\nruns = 2\n\
         workload = \"hackbench -p -g 1 -l 20\"\n\
         [[vm]]\nname = \"mine\"\nvm = \"/boot/my-bzImage\"\ntopology = \"smp:4\"\nbase = \"NO_PLACE_LAG\"\n\
-        variant = [\"PLACE_LAG\", \"preempt=full\"]\nruns = 1\nwarmup = 0\nseed = 7\naccel = \"tcg\"\ntimeout = 60\n\
+        variant = [\"PLACE_LAG\", \"preempt=full\"]\nruns = 1\nwarmup = 0\nseed = 7\naccel = \"tcg\"\ntimeout = 60\ntrace = true\n\
         workload = \"pipe --classic -l 500\"\n";
 
     #[test]
@@ -133,7 +134,9 @@ mod tests {
         assert_eq!((r.session.topology.nr_cpus(), r.runs, r.warmup, r.seed), (2, 2, 1, 1));
         assert_eq!((r.base.as_str(), r.session.accel), ("default", Accel::Auto));
         assert_eq!(r.session.timeout, Duration::from_secs(900));
+        assert_eq!(r.session.trace_kb, None, "untraced unless the table says trace = true");
         let r = request(&p.vm[1], &opts).unwrap();
+        assert_eq!(r.session.trace_kb, Some(crate::guest::TRACE_KB), "trace = true is --trace");
         assert_eq!(r.session.kernel, KernelSource::Image("/boot/my-bzImage".into()));
         assert_eq!((r.session.topology.nr_cpus(), r.runs, r.warmup, r.seed, r.session.accel), (4, 1, 0, 7, Accel::Tcg));
         assert_eq!(r.workload, ["pipe", "--classic", "-l", "500"]);
