@@ -69,10 +69,7 @@ fn check_counters(opts: &[&str], workload: &[&str]) -> (Value, Value) {
     // the rest (balancing) are the others.
     let m = &an["migrations"];
     assert_eq!(m["at_wakeup"], rc["nr_wakeups_migrate"]);
-    assert_eq!(
-        m["at_wakeup"].as_u64().unwrap() + m["other"].as_u64().unwrap(),
-        rc["nr_migrations"].as_u64().unwrap()
-    );
+    assert_eq!(m["at_wakeup"].as_u64().unwrap() + m["other"].as_u64().unwrap(), rc["nr_migrations"].as_u64().unwrap());
     let (rt, at) = (run["tasks"].as_array().unwrap(), an["tasks"].as_array().unwrap());
     assert_eq!(rt.len(), at.len());
     for (r, a) in rt.iter().zip(at) {

@@ -75,7 +75,10 @@ fn real_hackbench_is_rebalanced_in_batches() {
     for name in ["hb_thr_pipe-7.3.4.txt.gz", "hb_thr_pipe-6.12.117-a.txt.gz", "hb_thr_pipe-6.12.117-b.txt.gz"] {
         let a = real(name);
         assert_eq!(a.nr_migrations, a.nr_migrations_at_wakeup + a.nr_migrations_other, "{name}");
-        assert_eq!(a.nr_migrations_at_wakeup, a.nr_wakeups_migrate, "{name}: every wakeup migration is between waking and wakeup");
+        assert_eq!(
+            a.nr_migrations_at_wakeup, a.nr_wakeups_migrate,
+            "{name}: every wakeup migration is between waking and wakeup"
+        );
         let other = a.nr_migrations_other as f64 / a.nr_migrations as f64;
         assert!(other > 0.35, "{name}: other migrations {other:.2} of all");
         assert!((20..=40).contains(&a.nr_migration_passes), "{name}: {} passes", a.nr_migration_passes);
