@@ -137,7 +137,8 @@ struct Sums {
     attempts: u64,
     migrate: u64,
     sync: u64,
-    wakeup_preempt: u64,
+    wakee_preempting: u64,
+    wakee_from_idle: u64,
 }
 
 fn ratio(a: u64, b: u64) -> Option<f64> {
@@ -161,7 +162,8 @@ pub fn metrics(kind: Kind, report: &SimReport, bench_value: f64) -> BTreeMap<&'s
         s.attempts += st.nr_wakeups_affine_attempts;
         s.migrate += st.nr_wakeups_migrate;
         s.sync += st.nr_wakeups_sync;
-        s.wakeup_preempt += st.nr_wakeup_preemptions;
+        s.wakee_preempting += st.nr_wakee_switch_ins_preempting;
+        s.wakee_from_idle += st.nr_wakee_switch_ins_from_idle;
     }
     let mut put = |name: &'static str, v: Option<f64>| {
         if let Some(v) = v.filter(|v| v.is_finite()) {
@@ -207,7 +209,9 @@ pub fn metrics(kind: Kind, report: &SimReport, bench_value: f64) -> BTreeMap<&'s
     // The traced metrics the README defines from sched_switch / sched_waking / sched_wakeup /
     // sched_migrate_task lines, where they coincide with a counter: a switch-out with
     // prev_state R is an involuntary switch; the wakee's target CPU is the waker's CPU exactly
-    // when the wakeup is local and its previous CPU exactly when it did not migrate.
+    // when the wakeup is local and its previous CPU exactly when it did not migrate; the
+    // wakee's first switch-in after its wakeup replaced a running task (prev_state R) or the
+    // idle task, whatever request made that switch.
     put("t_switches_per_op", per_op(s.switches));
     put("t_preempted_switch_share", ratio(s.invol, s.switches));
     put("t_migrations_per_op", per_op(s.migrations));
@@ -215,7 +219,8 @@ pub fn metrics(kind: Kind, report: &SimReport, bench_value: f64) -> BTreeMap<&'s
     put("t_wakee_ran_on_waker_cpu", ratio(s.local, s.wakeups));
     put("t_target_eq_prev", ratio(s.wakeups - s.migrate, s.wakeups));
     put("t_migr_at_wakeup_share", ratio(s.migrate, s.migrations));
-    put("t_wakeup_preempt_share", ratio(s.wakeup_preempt, s.wakeups));
+    put("t_wakeup_preempt_share", ratio(s.wakee_preempting, s.wakeups));
+    put("t_wakee_onto_idle_share", ratio(s.wakee_from_idle, s.wakeups));
     m
 }
 

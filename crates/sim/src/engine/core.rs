@@ -279,6 +279,18 @@ impl Sim {
                 self.counters.nr_voluntary_switches += 1;
             }
         }
+        if let Some(n) = next
+            && self.tasks[n.idx()].waking_since.is_some()
+        {
+            // The wakee's first switch-in since its wakeup (switch_to() ends the wait): what
+            // did it replace? A prev pushed away by the CPU stopper left through the stopper.
+            let st = &mut self.tasks[n.idx()].stats;
+            match prev {
+                None => st.nr_wakee_switch_ins_from_idle += 1,
+                Some(_) if how == Switch::Preempt && !pushed_prev => st.nr_wakee_switch_ins_preempting += 1,
+                Some(_) => {}
+            }
+        }
         match next {
             Some(n) => self.switch_to(cpu, n, prev),
             None => self.switch_to_idle(cpu),
