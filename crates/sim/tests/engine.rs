@@ -147,6 +147,40 @@ fn sleepers_get_low_latency_against_a_hog() {
     }
 }
 
+/// What a trace counts at a wakeup (`sched_wakeup`, then the wakee's next `sched_switch`): the
+/// wakee's first switch-in replaced a running task or the idle task, whichever request made the
+/// switch. Beside a user-mode hog on one CPU every such switch-in replaces the hog: with
+/// WAKEUP_PREEMPTION the wakeup's own check preempts it, without it the sleeper waits for the
+/// end of the hog's request (a tick or hrtick request), and the count is the same. Alone on its
+/// CPU, every switch-in after a wakeup leaves idle.
+#[test]
+fn wakee_switch_ins_are_told_by_what_they_replace() {
+    for wakeup_preemption in [true, false] {
+        let mut cfg = SchedConfig::v7_3();
+        if !wakeup_preemption {
+            cfg.features.apply("NO_WAKEUP_PREEMPTION").unwrap();
+        }
+        let r = run(cfg, 1, 1, vec![hog("hog", 0), sleeper("s", 100_000, 3_000_000)], true);
+        let (hog, s) = (&r.tasks[0].stats, &r.tasks[1].stats);
+        assert!(s.nr_wakeups > 200, "{s:?}");
+        // The run may end between the last wakeup and its switch-in.
+        assert!(s.nr_wakeups - s.nr_wakee_switch_ins_preempting <= 1, "{wakeup_preemption}: {s:?}");
+        assert_eq!(s.nr_wakee_switch_ins_from_idle, 0, "{s:?}");
+        if wakeup_preemption {
+            // Some of those switches follow the enqueue's update_curr() request (the hog's
+            // protection had run out), not the wakeup check's: a request is tagged once.
+            assert!(hog.nr_wakeup_preemptions > 0, "{hog:?}");
+            assert!(hog.nr_wakeup_preemptions <= s.nr_wakee_switch_ins_preempting, "{hog:?}\n{s:?}");
+        } else {
+            assert_eq!(hog.nr_wakeup_preemptions, 0, "{hog:?}");
+        }
+    }
+    let r = run(SchedConfig::v7_3(), 1, 1, vec![sleeper("s", 100_000, 3_000_000)], true);
+    let s = &r.tasks[0].stats;
+    assert!(s.nr_wakeups > 200 && s.nr_wakeups - s.nr_wakee_switch_ins_from_idle <= 1, "{s:?}");
+    assert_eq!(s.nr_wakee_switch_ins_preempting, 0, "{s:?}");
+}
+
 /// Delayed dequeue keeps ineligible sleepers queued: with it, some wakeups find the task still
 /// queued (no migration possible); the feature toggles it off.
 #[test]
