@@ -316,6 +316,8 @@ fn measured_report(m: &Measured) -> sim::engine::SimReport {
             kthread: false,
             group: 0,
             stats: Default::default(),
+            // A trace's counts, not /proc's.
+            wakee_switch_ins: Default::default(),
         })
         .collect();
     r

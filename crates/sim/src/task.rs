@@ -81,14 +81,18 @@ pub struct TaskStats {
     pub nr_wakeups_affine: u64,
     pub nr_wakeups_affine_attempts: u64,
     pub nr_wakeup_preemptions: u64,
-    /// The task's first switch-ins after a wakeup, by what they replaced on the CPU: a task
-    /// switched out still runnable (`prev_state` R: preempted) or the idle task. A trace reads
-    /// them off each `sched_wakeup` and the wakee's next `sched_switch`, whichever request
-    /// (the wakeup's own check, the enqueue's `update_curr()`, a tick) made the switch; not
-    /// `/proc/<pid>/sched` fields.
-    pub nr_wakee_switch_ins_preempting: u64,
-    pub nr_wakee_switch_ins_from_idle: u64,
     pub wakeup_latency: CompactHistogram,
+}
+
+/// A task's first switch-ins after a wakeup, by what they replaced on the CPU: a task switched
+/// out still runnable (`prev_state` R: preempted) or the idle task. A trace reads them off each
+/// `sched_wakeup` and the wakee's next `sched_switch`, whichever request (the wakeup's own
+/// check, the enqueue's `update_curr()`, a tick) made the switch. Not `/proc/<pid>/sched`
+/// fields; kept beside the tasks, not in [`Task`], which stays six cache lines.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WakeeSwitchIns {
+    pub preempting: u64,
+    pub from_idle: u64,
 }
 
 /// A fixed-length per-task array (loop counters, timer expiries, latency starts), kept inside

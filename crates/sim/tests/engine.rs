@@ -161,24 +161,24 @@ fn wakee_switch_ins_are_told_by_what_they_replace() {
             cfg.features.apply("NO_WAKEUP_PREEMPTION").unwrap();
         }
         let r = run(cfg, 1, 1, vec![hog("hog", 0), sleeper("s", 100_000, 3_000_000)], true);
-        let (hog, s) = (&r.tasks[0].stats, &r.tasks[1].stats);
+        let (hog, s, w) = (&r.tasks[0].stats, &r.tasks[1].stats, r.tasks[1].wakee_switch_ins);
         assert!(s.nr_wakeups > 200, "{s:?}");
         // The run may end between the last wakeup and its switch-in.
-        assert!(s.nr_wakeups - s.nr_wakee_switch_ins_preempting <= 1, "{wakeup_preemption}: {s:?}");
-        assert_eq!(s.nr_wakee_switch_ins_from_idle, 0, "{s:?}");
+        assert!(s.nr_wakeups - w.preempting <= 1, "{wakeup_preemption}: {s:?} {w:?}");
+        assert_eq!(w.from_idle, 0, "{w:?}");
         if wakeup_preemption {
             // Some of those switches follow the enqueue's update_curr() request (the hog's
             // protection had run out), not the wakeup check's: a request is tagged once.
             assert!(hog.nr_wakeup_preemptions > 0, "{hog:?}");
-            assert!(hog.nr_wakeup_preemptions <= s.nr_wakee_switch_ins_preempting, "{hog:?}\n{s:?}");
+            assert!(hog.nr_wakeup_preemptions <= w.preempting, "{hog:?}\n{w:?}");
         } else {
             assert_eq!(hog.nr_wakeup_preemptions, 0, "{hog:?}");
         }
     }
     let r = run(SchedConfig::v7_3(), 1, 1, vec![sleeper("s", 100_000, 3_000_000)], true);
-    let s = &r.tasks[0].stats;
-    assert!(s.nr_wakeups > 200 && s.nr_wakeups - s.nr_wakee_switch_ins_from_idle <= 1, "{s:?}");
-    assert_eq!(s.nr_wakee_switch_ins_preempting, 0, "{s:?}");
+    let (s, w) = (&r.tasks[0].stats, r.tasks[0].wakee_switch_ins);
+    assert!(s.nr_wakeups > 200 && s.nr_wakeups - w.from_idle <= 1, "{s:?} {w:?}");
+    assert_eq!(w.preempting, 0, "{w:?}");
 }
 
 /// Delayed dequeue keeps ineligible sleepers queued: with it, some wakeups find the task still

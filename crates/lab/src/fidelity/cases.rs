@@ -162,8 +162,8 @@ pub fn metrics(kind: Kind, report: &SimReport, bench_value: f64) -> BTreeMap<&'s
         s.attempts += st.nr_wakeups_affine_attempts;
         s.migrate += st.nr_wakeups_migrate;
         s.sync += st.nr_wakeups_sync;
-        s.wakee_preempting += st.nr_wakee_switch_ins_preempting;
-        s.wakee_from_idle += st.nr_wakee_switch_ins_from_idle;
+        s.wakee_preempting += t.wakee_switch_ins.preempting;
+        s.wakee_from_idle += t.wakee_switch_ins.from_idle;
     }
     let mut put = |name: &'static str, v: Option<f64>| {
         if let Some(v) = v.filter(|v| v.is_finite()) {

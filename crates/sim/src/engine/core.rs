@@ -284,10 +284,10 @@ impl Sim {
         {
             // The wakee's first switch-in since its wakeup (switch_to() ends the wait): what
             // did it replace? A prev pushed away by the CPU stopper left through the stopper.
-            let st = &mut self.tasks[n.idx()].stats;
+            let w = &mut self.wakee_switch_ins[n.idx()];
             match prev {
-                None => st.nr_wakee_switch_ins_from_idle += 1,
-                Some(_) if how == Switch::Preempt && !pushed_prev => st.nr_wakee_switch_ins_preempting += 1,
+                None => w.from_idle += 1,
+                Some(_) if how == Switch::Preempt && !pushed_prev => w.preempting += 1,
                 Some(_) => {}
             }
         }

@@ -27,7 +27,7 @@ use crate::fair::{CfsRq, Fair, FairParams, Resched, SchedEntity};
 use crate::ipc::ObjectSpec;
 use crate::program::{Op, TaskSpec};
 use crate::stats::LatencyHistogram;
-use crate::task::{Slots, Step, Task, TaskId, TaskState, TaskStats};
+use crate::task::{Slots, Step, Task, TaskId, TaskState, TaskStats, WakeeSwitchIns};
 use crate::time::Nanos;
 use crate::topology::{Costs, Domains, Topology};
 use crate::trace::TraceSink;
@@ -203,6 +203,7 @@ pub struct TaskReport {
     /// The task's group (`SimSetup::groups`: 0 is the root, `i + 1` is `groups[i]`).
     pub group: u32,
     pub stats: TaskStats,
+    pub wakee_switch_ins: WakeeSwitchIns,
 }
 
 /// The outcome of a run: values only; the caller formats them.
@@ -258,6 +259,8 @@ pub struct Sim {
     programs: Vec<Box<[Op]>>,
     counters: Counters,
     wakeup_latency: LatencyHistogram,
+    /// Per task (by index), beside `tasks`.
+    wakee_switch_ins: Vec<WakeeSwitchIns>,
     timer_seq: u64,
     live_tasks: u32,
     objects: Vec<ObjectSpec>,
@@ -379,6 +382,7 @@ impl Sim {
             programs: Vec::new(),
             counters: Counters::default(),
             wakeup_latency: LatencyHistogram::default(),
+            wakee_switch_ins: Vec::new(),
             timer_seq: 0,
             live_tasks: 0,
             ipc: ipc::IpcState::new(&setup.objects, &setup.tasks, ncpus, &ipc_costs)?,
@@ -488,6 +492,7 @@ impl Sim {
         let mut se = SchedEntity::new(spec.policy, spec.nice, slice);
         se.group = spec.group;
         self.ents.push(se);
+        self.wakee_switch_ins.push(WakeeSwitchIns::default());
         let comm: Box<str> = spec.comm.chars().take(15).collect::<String>().into_boxed_str();
         self.tasks.push(Task {
             pid: 1000 + id.0,
@@ -766,8 +771,8 @@ impl Sim {
         // process's peak.
         let tasks = std::mem::take(&mut self.tasks)
             .into_iter()
-            .zip(&self.ents)
-            .map(|(t, se)| TaskReport {
+            .zip(self.ents.iter().zip(&self.wakee_switch_ins))
+            .map(|(t, (se, w))| TaskReport {
                 kthread: t.mm == crate::task::NO_MM,
                 pid: t.pid,
                 comm: t.comm.into_string(),
@@ -779,6 +784,7 @@ impl Sim {
                 exited: t.state == TaskState::Dead,
                 group: se.group,
                 stats: t.stats,
+                wakee_switch_ins: *w,
             })
             .collect();
         SimReport {
