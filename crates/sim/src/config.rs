@@ -323,12 +323,14 @@ pub enum ReweightForm {
 /// Where the load balancer of a version differs (fair.c of 6.12.117, 7.2.12, 7.3.4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum BalanceVariant {
-    /// 6.12.117: `can_migrate_task()` has no ineligibility filter; `find_new_ilb()` takes the
-    /// first idle CPU of the NOHZ mask other than the kicking one.
+    /// 6.12.117: `can_migrate_task()` has no ineligibility filter and moves delayed tasks for
+    /// any migration type; `find_new_ilb()` takes the first idle CPU of the NOHZ mask other
+    /// than the kicking one.
     V6_12,
     /// 7.2.12 (presets 6.16-7.2; the version that added the filter was not checked):
     /// `task_is_ineligible_on_dst_cpu()` refuses an ineligible task for a busy destination
-    /// until a balance has failed; the ILB choice as 6.12.
+    /// until a balance has failed, and a delayed task moves only for `migrate_load` (the model:
+    /// never); the ILB choice as 6.12.
     V7_2,
     /// 7.3.4: as 7.2, and `find_new_ilb()` prefers an idle CPU on a wholly idle core.
     V7_3,

@@ -307,13 +307,18 @@ impl Sim {
     }
 
     /// `can_migrate_task()` (fair.c v7.3.4) in the kernel's order, with its `LBF_*`
-    /// bookkeeping. 6.12.117 lacks the ineligibility filter (`BalanceVariant::V6_12`).
+    /// bookkeeping. 6.12.117 lacks the ineligibility filter and the delayed-task test
+    /// (`BalanceVariant::V6_12`).
     pub(super) fn can_migrate_task(&mut self, p: TaskId, env: &mut LbEnv) -> bool {
         let src = env.src_cpu;
         let failed = self.lb.cpus[env.this_cpu as usize].sd[env.level].nr_balance_failed;
-        if self.ents[p.idx()].sched_delayed {
-            // Delayed tasks could move for migrate_load in the kernel (keeping their delay);
-            // the model keeps them where they sleep.
+        // A delayed task (asleep, still queued): 6.12.117 has no test for it and moves it like
+        // any queued task; it keeps its delay on the destination (`detach_task()` dequeues
+        // without DEQUEUE_SLEEP, `attach_task()` enqueues without ENQUEUE_WAKEUP), where the
+        // pick dequeues it. 7.2.12 and 7.3.4 refuse it unless the pass migrates load; the
+        // model refuses it there for every type (the migrate_load case is not landed:
+        // docs/fidelity.md, "Busy CPUs are not rebalanced during hackbench").
+        if self.ents[p.idx()].sched_delayed && self.cfg.behavior.balance >= crate::config::BalanceVariant::V7_2 {
             return false;
         }
         if self.cfg.behavior.balance >= crate::config::BalanceVariant::V7_2

@@ -14,8 +14,12 @@ fn hog(comm: &str, cpus: Vec<u32>) -> TaskSpec {
 }
 
 fn sim(topology: Topology, tasks: Vec<TaskSpec>) -> Sim {
+    sim_on(SchedConfig::v7_3(), topology, tasks)
+}
+
+fn sim_on(sched: SchedConfig, topology: Topology, tasks: Vec<TaskSpec>) -> Sim {
     let setup = SimSetup {
-        sched: SchedConfig::v7_3(),
+        sched,
         topology,
         seed: 7,
         limits: Limits { max_events: 10_000_000, max_time_ns: 10_000_000_000 },
@@ -82,4 +86,46 @@ fn active_balance_spreads_running_tasks_off_an_smt_core() {
     assert!(cpu != 0 && cpu != 8, "the movable hog is still on the busy core (CPU {cpu})");
     assert_eq!(s.tasks[1].cpu, 8);
     assert!(s.tasks[0].stats.nr_involuntary_switches >= 1, "moved without the stopper");
+}
+
+/// `can_migrate_task()` and a delayed task (asleep, still queued: DELAY_DEQUEUE). 6.12.117
+/// has no test for it, so any pass may move it; 7.3.4 refuses it for `migrate_task` (and the
+/// model, for now, for every type). The task's delayed state is set by hand on a queued task
+/// (the rule only reads `sched_delayed`); the balance has failed often enough that cache
+/// hotness and 7.2+'s ineligibility filter do not decide.
+#[test]
+fn delayed_tasks_move_on_6_12_for_any_migration_type() {
+    use super::IdleType;
+    use super::detach::{LbEnv, MigrationType};
+    let three = || vec![hog("a", vec![0, 1]), hog("b", vec![0, 1]), hog("c", vec![0, 1])];
+    let v6_12 = || crate::kernel::preset("v6.12").expect("preset").config();
+    let cases = [
+        (v6_12(), MigrationType::Load, true),
+        (v6_12(), MigrationType::Task, true),
+        (SchedConfig::v7_3(), MigrationType::Task, false),
+    ];
+    for (cfg, migration_type, expect) in cases {
+        let mut s = sim_on(cfg, Topology::smp(2), three());
+        run_until(&mut s, 50_000_000);
+        let src = (0..2).find(|&c| s.rqs[c as usize].cfs.h_nr_queued == 2).expect("one CPU runs two hogs");
+        let waiting = (0..3)
+            .map(TaskId)
+            .find(|&t| s.tasks[t.idx()].cpu == src && s.rqs[src as usize].curr != Some(t))
+            .expect("a waiting hog");
+        let mut env = LbEnv::new(1 - src, 0, IdleType::NotIdle);
+        env.src_cpu = src;
+        env.migration_type = migration_type;
+        s.lb.cpus[(1 - src) as usize].sd[0].nr_balance_failed = 8;
+        assert!(s.can_migrate_task(waiting, &mut env), "{}: the waiting hog itself may move", s.cfg.kernel);
+        s.ents[waiting.idx()].sched_delayed = true;
+        let mut env = LbEnv::new(1 - src, 0, IdleType::NotIdle);
+        env.src_cpu = src;
+        env.migration_type = migration_type;
+        assert_eq!(
+            s.can_migrate_task(waiting, &mut env),
+            expect,
+            "{}: a delayed task for {migration_type:?}",
+            s.cfg.kernel
+        );
+    }
 }
