@@ -64,6 +64,9 @@ pub struct VmValidation {
     pub rows: Vec<Row>,
     pub warmup: u32,
     pub tools: Vec<String>,
+    /// What ran in the guest and how its tasks were read ([`GuestRun::runner`] of the last
+    /// boot's run).
+    pub runner: String,
 }
 
 /// The model's configuration for the guest: the preset nearest to its release, its HZ and its
@@ -148,6 +151,7 @@ pub fn validate(
     let mut session = Session::new(&req.session, note)?;
     let mut guest = Vec::new();
     let (mut release, mut preempt_file, mut cost_file) = (String::new(), None, Vec::new());
+    let mut runner = String::new();
     for i in 0..req.runs {
         let plan = GuestPlan {
             settings: v.settings.clone(),
@@ -160,7 +164,7 @@ pub fn validate(
             warmup: req.warmup,
             runs: 1,
             workload: req.workload.clone(),
-            builtin: true,
+            builtin: req.session.builtin,
             replug: req.session.replug,
             trace_kb: req.session.trace_kb,
         };
@@ -174,6 +178,7 @@ pub fn validate(
         for run in &b.runs {
             let seed = req.seed.wrapping_add(u64::from(i));
             crate::compare::check_trace(run, &format!("boot {}", i + 1), req.trace_out.as_deref(), seed, &v, note)?;
+            crate::compare::check_exact(run, &format!("boot {}", i + 1))?;
         }
         release = b.console.release.clone().unwrap_or_default();
         preempt_file = b.console.preempt.clone();
@@ -181,6 +186,9 @@ pub fn validate(
             cost_file = b.console.cost_lines.clone();
         }
         guest.extend(b.runs.iter().map(|r| guest_figures(r, ops_n)));
+        if let Some(r) = b.runs.last() {
+            runner = r.runner();
+        }
         if let Some(store) = store {
             let label = req.session.kernel.label();
             let seed = req.seed.wrapping_add(u64::from(i));
@@ -198,6 +206,8 @@ pub fn validate(
                     preempt: preempt.map(String::from),
                     unmeasured: crate::compare::unmeasured(run),
                     replug: req.session.replug,
+                    builtin: Some(req.session.builtin),
+                    runner: Some(run.runner()),
                 });
                 if !store.insert(&key.spec, &key, &rec, b.total_secs * 1e3).map_err(lab_err)? {
                     note(&format!("vm: a run of {} seed {seed} was stored already; kept that one", key.spec));
@@ -246,6 +256,7 @@ pub fn validate(
         rows,
         warmup: req.warmup,
         tools: session.tools().to_vec(),
+        runner,
     })
 }
 
@@ -286,9 +297,13 @@ impl VmValidation {
             ),
             format!("workload: {}", lab::words::join(workload)),
             format!(
-                "guest: one measured run per boot after {} warm-up run(s) discarded, schedlab's built-in workers \
-                 (every task read as a zombie); tools in the initramfs: {}",
+                "guest: one measured run per boot after {} warm-up run(s) discarded; ran {}; tools in the initramfs: {}",
                 self.warmup,
+                if self.runner == "built-in workers" {
+                    "schedlab's built-in workers (every task read as a zombie)"
+                } else {
+                    self.runner.as_str()
+                },
                 if self.tools.is_empty() { "none".to_string() } else { self.tools.join(", ") }
             ),
             format!("model: {} on {}; {}", self.preset, self.topology, self.model_notes.join("; ")),
