@@ -69,6 +69,20 @@ pub struct VmValidation {
     pub runner: String,
 }
 
+/// The model's run-length bound beside a guest: `validate`'s 10 s, or, for a workload sized by
+/// its operations (`ops`: pipe loops, hackbench messages), ten times the guest's longest run
+/// when that is longer. Such a workload ends when its tasks do, so the bound only has to be out
+/// of its way: with a slow guest's calibrated costs (a loaded host under TCG) the model's
+/// `pipe -l 5000` can need more than 10 simulated seconds. A workload that runs for a time of
+/// its own keeps `validate`'s.
+fn model_duration_ns(ops: Option<u64>, guest_elapsed_ns: &[u64]) -> u64 {
+    let longest = guest_elapsed_ns.iter().copied().max().unwrap_or(0);
+    match ops {
+        Some(_) => nv::MODEL_DURATION_NS.max(longest.saturating_mul(10)),
+        None => nv::MODEL_DURATION_NS,
+    }
+}
+
 /// The model's configuration for the guest: the preset nearest to its release, its HZ and its
 /// preemption model in force, then the variant's tokens.
 fn model_variant(
@@ -152,6 +166,7 @@ pub fn validate(
     let mut guest = Vec::new();
     let (mut release, mut preempt_file, mut cost_file) = (String::new(), None, Vec::new());
     let mut runner = String::new();
+    let mut guest_elapsed: Vec<u64> = Vec::new();
     for i in 0..req.runs {
         let plan = GuestPlan {
             settings: v.settings.clone(),
@@ -186,6 +201,7 @@ pub fn validate(
             cost_file = b.console.cost_lines.clone();
         }
         guest.extend(b.runs.iter().map(|r| guest_figures(r, ops_n)));
+        guest_elapsed.extend(b.runs.iter().filter_map(|r| r.json["native"]["elapsed_ns"].as_u64()));
         if let Some(r) = b.runs.last() {
             runner = r.runner();
         }
@@ -235,8 +251,16 @@ pub fn validate(
     let (hz, _) = session.kernel.sched_config();
     let (variant, model_notes) = model_variant(&release, hz, preempt_file.as_deref(), &v)?;
     note(&format!("vm: the model ({}) on {topology_name}, {} seeds", variant.spec, req.runs));
-    let records =
-        nv::run_model_seeds(&variant, &topology, &req.workload, req.seed, req.runs, None).map_err(VmError::Usage)?;
+    let records = nv::run_model_seeds(
+        &variant,
+        &topology,
+        &req.workload,
+        req.seed,
+        req.runs,
+        None,
+        model_duration_ns(ops_n, &guest_elapsed),
+    )
+    .map_err(VmError::Usage)?;
     let sim: Vec<Figures> = records.iter().map(|r| nv::sim_figures(r, ops_n)).collect();
     let rows = nv::rows(wl.metric.name, op, &guest, &sim);
     Ok(VmValidation {
