@@ -498,6 +498,12 @@ pub struct CompareArgs {
     pub vm: Option<String>,
     #[command(flatten)]
     pub vm_opts: VmBootArgs,
+    /// With --vm: run schedlab's built-in workers in the guest even where the real tool (rt-tests
+    /// hackbench) is in its initramfs. Without it the guest runs the real binary with the
+    /// workload's own command line (the ground truth's), every task read at its exit by a
+    /// seccomp exit trap.
+    #[arg(long)]
+    pub builtin: bool,
     /// With --vm: record every measured run with ftrace in the guest (events enabled with vCPUs
     /// 1..N-1 offline; the text comes back over the serial port): the wakeup latency rows.
     #[arg(long)]
@@ -618,7 +624,8 @@ pub struct ValidateArgs {
     /// First seed of the simulated runs (seeds SEED..SEED+runs).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Run the built-in workers natively even when the real tool is installed.
+    /// Run the built-in workers natively (with --vm: in the guest) even when the real tool is
+    /// installed (in the guest's initramfs).
     #[arg(long)]
     pub builtin: bool,
     /// Print one JSON object instead of the table.

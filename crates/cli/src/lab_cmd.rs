@@ -191,6 +191,9 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<()> {
         return crate::vm_cmd::compare_vm(a, kernel, opts, format);
     }
     a.vm_opts.refuse_without_vm()?;
+    if a.builtin {
+        return user("--builtin: only with --vm KERNEL (the model has no real tool to leave out)");
+    }
     if a.trace {
         return user("--trace: only with --vm KERNEL (a model run writes its trace with `schedlab run --trace FILE`)");
     }

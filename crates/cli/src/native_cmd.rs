@@ -185,6 +185,12 @@ pub fn native(a: &NativeArgs) -> anyhow::Result<()> {
     if let Some(n) = &r.note {
         writeln!(out, "# note: {n}")?;
     }
+    if let Some(c) = &r.counters {
+        writeln!(out, "# counters: {}", c.describe())?;
+    }
+    if let Some((v, i)) = r.rusage_switches {
+        writeln!(out, "# getrusage(RUSAGE_CHILDREN) switches: {} (voluntary {v}, involuntary {i})", v + i)?;
+    }
     writeln!(out, "# reproduce: {}", reproduce_native(a))?;
     if a.tasks {
         writeln!(
@@ -355,6 +361,11 @@ fn json_report(
             "op": r.op_name,
             "runner": r.runner,
             "note": r.note,
+            "counters": r.counters.as_ref().map(|c| match c {
+                native::tools::CounterSource::ExitTrap { exits } => json!({ "read": "exit-trap", "exits": exits }),
+                native::tools::CounterSource::Sampled(why) => json!({ "read": "sampled", "why": why }),
+            }),
+            "rusage_switches": r.rusage_switches.map(|(v, i)| json!({ "voluntary": v, "involuntary": i })),
             "pin": parse_pin(&a.pin).ok().flatten(),
             "schedstats": r.schedstats,
             "trace": r.trace.as_ref().map(|t| json!({

@@ -40,6 +40,7 @@ impl VmBootArgs {
         topology: vm::topology::GuestTopology,
         trace: bool,
         trace_kb: u32,
+        builtin: bool,
     ) -> anyhow::Result<vm::SessionOptions> {
         if self.trace_out.is_some() && !trace {
             return user("--trace-out: only with --trace");
@@ -52,6 +53,7 @@ impl VmBootArgs {
             schedlab_bin: std::env::current_exe()?,
             verbose: self.verbose_vm,
             replug: !self.no_replug,
+            builtin,
             trace_kb: trace.then_some(trace_kb),
         })
     }
@@ -99,6 +101,7 @@ fn vm_run(a: &VmRunArgs) -> anyhow::Result<()> {
             schedlab_bin: std::env::current_exe()?,
             verbose: a.verbose,
             replug: !a.no_replug,
+            builtin: false,
             trace_kb: None,
         },
         variants,
@@ -154,6 +157,7 @@ pub fn compare_vm(a: &CompareArgs, kernel: &str, opts: CompareOptions, format: F
             vm::parse_topology(topology).map_err(vm_error)?,
             a.trace,
             vm::guest::TRACE_KB,
+            a.builtin,
         )?,
         vm_arg: kernel.to_string(),
         base: base.clone(),
@@ -184,7 +188,7 @@ pub fn compare_vm(a: &CompareArgs, kernel: &str, opts: CompareOptions, format: F
 
 /// `schedlab validate --vm KERNEL`.
 pub fn validate_vm(a: &ValidateArgs, kernel: &str) -> anyhow::Result<()> {
-    for (flag, given) in [("--pin", a.pin.is_some()), ("--builtin", a.builtin), ("--kernel", a.kernel != "host")] {
+    for (flag, given) in [("--pin", a.pin.is_some()), ("--kernel", a.kernel != "host")] {
         if given {
             return user(format!(
                 "{flag}: not with --vm (the guest runs schedlab's own workers on all its vCPUs; the model runs the guest's kernel)"
@@ -209,6 +213,7 @@ pub fn validate_vm(a: &ValidateArgs, kernel: &str) -> anyhow::Result<()> {
             vm::parse_topology(topology).map_err(vm_error)?,
             a.trace,
             a.trace_buffer_kb,
+            a.builtin,
         )?,
         runs: a.runs,
         warmup: a.vm_opts.warmup.unwrap_or(1),

@@ -411,8 +411,8 @@ fn the_run_after_a_sigkill_cleans_up() {
     wait_gone(&tree, "after the next run");
 }
 
-/// With the real tool installed, `native` says what ran; `--builtin` runs the built-in workers
-/// and says why; the real tool's switch totals cover every task it forked.
+/// With the real tool installed, `native` says what ran and how its tasks were read;
+/// `--builtin` runs the built-in workers and says why; every task the tool forked is counted.
 #[test]
 fn native_runs_the_real_tool_when_installed() {
     if !hackbench_installed() {
@@ -422,9 +422,16 @@ fn native_runs_the_real_tool_when_installed() {
     let v = json(&["native", "--json", "hackbench", "-g", "1", "-l", "100"]);
     assert!(v["native"]["runner"].as_str().unwrap().starts_with("rt-tests hackbench"), "{}", v["native"]);
     assert!(v["native"]["note"].is_null());
-    // The parent and the workers the sampler saw (a short-lived one can be missed).
     let tasks = v["tasks"].as_array().unwrap();
-    assert!(tasks.len() > 1 && tasks.len() <= 41, "{}", v["tasks"]);
+    if native::exit_trap::unavailable().is_none() {
+        // Every task read at its exit: the parent and its 40 workers.
+        assert_eq!(v["native"]["counters"], serde_json::json!({ "read": "exit-trap", "exits": 41 }));
+        assert_eq!(tasks.len(), 41, "{}", v["tasks"]);
+    } else {
+        // The parent and the workers the sampler saw (a short-lived one can be missed).
+        assert_eq!(v["native"]["counters"]["read"], "sampled");
+        assert!(tasks.len() > 1 && tasks.len() <= 41, "{}", v["tasks"]);
+    }
     assert!(tasks.iter().all(|t| t["comm"] == "hackbench"), "{}", v["tasks"]);
     let c = &v["counters"];
     assert!(u(&c["nr_switches"]) >= 40, "{c}");

@@ -530,6 +530,9 @@ pub fn vm_reproduce_line(g: &GuestInfo, topology: &str, workload: &[String], see
     if !g.replug {
         cmd += " --no-replug";
     }
+    if g.asked_builtin() {
+        cmd += " --builtin";
+    }
     cmd += &format!(" --base {}", words::quote(guest_spec(&sel.base.1, &g.kernel)));
     for (_, spec) in &sel.variants {
         cmd += &format!(" --variant {}", words::quote(guest_spec(spec, &g.kernel)));

@@ -44,7 +44,8 @@
 //! runs = 3                      # boots per variant (default 3); warmup = 1, seed = 1,
 //! workload = "hackbench -p -g 1 -l 200"     # accel = "auto", timeout = 900 (per boot),
 //!                                           # replug = true (false: --no-replug),
-//!                                           # trace = false (true: --trace)
+//!                                           # trace = false (true: --trace),
+//!                                           # builtin = false (true: --builtin)
 //! ```
 //!
 //! A plan may hold only `[[vm]]` tables. Their boots are numbered after the model's runs
@@ -140,6 +141,9 @@ pub struct VmPlan {
     /// `replug`: replug vCPUs 1..N-1 right before each run, the ground truth's method
     /// (default `true`; `false` is `--no-replug`).
     pub replug: bool,
+    /// `builtin`: run schedlab's built-in workers even where the real tool is in the guest,
+    /// as `compare --vm --builtin` (default `false`: the real tool, read by the exit trap).
+    pub builtin: bool,
     /// `trace`: record the measured runs with ftrace in the guest, as `compare --vm --trace`
     /// (default `false`): fills the wakeup latency rows.
     pub trace: bool,
@@ -453,6 +457,7 @@ struct RawVm {
     accel: Option<Spanned<String>>,
     timeout: Option<Spanned<u64>>,
     replug: Option<bool>,
+    builtin: Option<bool>,
     trace: Option<bool>,
     workload: Spanned<String>,
 }
@@ -788,6 +793,7 @@ fn parse_vm_tables(raw: &[RawVm], at: &dyn Fn(usize, &str, String) -> LabError) 
             accel,
             timeout_s,
             replug: t.replug.unwrap_or(true),
+            builtin: t.builtin.unwrap_or(false),
             trace: t.trace.unwrap_or(false),
             workload,
         });

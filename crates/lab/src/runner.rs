@@ -613,6 +613,23 @@ pub struct GuestInfo {
     /// measured without it and read `false`).
     #[serde(default)]
     pub replug: bool,
+    /// `--builtin`: schedlab's built-in workers were asked for even where the real tool is in
+    /// the guest. `None`: stored before the option existed, when `compare --vm` always ran the
+    /// built-in workers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub builtin: Option<bool>,
+    /// What ran in the guest and how its tasks were read (`schedlab native`'s runner and
+    /// counter source), when the guest said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner: Option<String>,
+}
+
+impl GuestInfo {
+    /// Whether the built-in workers were asked for (runs stored before `--builtin` existed
+    /// always ran them).
+    pub fn asked_builtin(&self) -> bool {
+        self.builtin.unwrap_or(true)
+    }
 }
 
 /// The run-wide counters, by their schedstat names.

@@ -236,6 +236,8 @@ fn stored_real_kernel_runs_compare_with_their_origin() {
         preempt: Some("voluntary".into()),
         unmeasured: vec!["nr_wakeup_preemptions".into(), "nr_ipis".into()],
         replug: true,
+        builtin: Some(false),
+        runner: Some("rt-tests hackbench".into()),
     });
     let workload: Vec<String> = ["hackbench", "-p", "-g", "1", "-l", "200"].map(String::from).to_vec();
     for (spec, metric) in [("default", 1.2), ("NO_WAKEUP_PREEMPTION", 0.6)] {

@@ -131,6 +131,9 @@ fn vm_tables_name_real_kernel_runs() {
     assert!(t.replug, "the ground truth's launch by default");
     let plain = parse_plan(&VM_TABLE.replace("[[vm]]\n", "[[vm]]\nreplug = false\n"), "p").unwrap();
     assert!(!plain.vm[0].replug);
+    assert!(!t.builtin, "the real tool by default");
+    let builtin = parse_plan(&VM_TABLE.replace("[[vm]]\n", "[[vm]]\nbuiltin = true\n"), "p").unwrap();
+    assert!(builtin.vm[0].builtin);
     assert_eq!(t.workload, ["hackbench", "-p", "-g", "1", "-l", "200"]);
     assert_eq!((t.boot_count(), plan.vm_first_index(0), plan.total_count()), (6, 12, 18));
 

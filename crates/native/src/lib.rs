@@ -9,16 +9,19 @@
 //! * [`host`] maps the running kernel onto a simulator preset (`--kernel host`) and samples
 //!   system-wide idle time and IPIs;
 //! * [`tools`] drives the real tools (perf, rt-tests, lmbench, netperf, stress-ng) when they
-//!   are installed;
+//!   are installed, their tasks read at their exits by [`exit_trap`] (a seccomp
+//!   user-notification trap on `exit`/`exit_group`);
 //! * [`validate`] runs a benchmark natively and in the model and compares them;
 //! * [`calibrate`] measures the host's costs and writes a `--cost-file`;
 //! * [`interrupt`] undoes a run in progress (the CLI calls it from its Ctrl-C handler).
 //!
-//! Linux only. The only `unsafe` code is in [`sys`] (`fork`, `_exit`).
+//! Linux only. The only `unsafe` code is in [`sys`] (`fork`, `_exit`) and [`exit_trap`] (the
+//! seccomp system call and its listener's ioctls, which neither rustix nor std wrap).
 
 pub mod builtin;
 pub mod calibrate;
 pub mod cleanup;
+pub mod exit_trap;
 pub mod ftrace;
 pub mod host;
 pub mod postgres;

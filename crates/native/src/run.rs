@@ -83,9 +83,17 @@ pub struct NativeRun {
     pub runner: String,
     /// Why the built-in workers ran instead of the real tool.
     pub note: Option<String>,
-    /// A real tool's whole-tree (voluntary, involuntary) switches from `getrusage`: exact, where
-    /// the per-task readings of `tasks` may miss a worker's last milliseconds.
+    /// A sampled real tool's whole-tree (voluntary, involuntary) switches from `getrusage`:
+    /// exact, where the sampled per-task readings of `tasks` may miss a worker's last
+    /// milliseconds. `None` for the built-in workers and for a tool read by the exit trap,
+    /// whose per-task readings are exact (see [`crate::exit_trap`]).
     pub switch_totals: Option<(u64, u64)>,
+    /// A real tool's `getrusage(RUSAGE_CHILDREN)` (voluntary, involuntary) difference around
+    /// the run, whichever way its tasks were read.
+    pub rusage_switches: Option<(u64, u64)>,
+    /// How a real tool's tasks were read (`None`: the built-in workers, read as zombies or at
+    /// their exit gate).
+    pub counters: Option<crate::tools::CounterSource>,
 }
 
 impl NativeRun {
@@ -208,11 +216,14 @@ pub fn run_native(argv: &[String], opts: &NativeOptions) -> Result<NativeRun, Na
     };
     let ops = operations(&wl).map(|(n, _)| n);
     let op_name = operations(&wl).map_or("switch", |(_, n)| n);
-    let (metric, output, runner, switch_totals) = match (&exec, real) {
-        (Exec::Real(cmd), Some(t)) => (t.metric, t.output, cmd.describe.clone(), Some(t.switches)),
+    let (metric, output, runner, switch_totals, rusage_switches, counters) = match (&exec, real) {
+        (Exec::Real(cmd), Some(t)) => {
+            let totals = matches!(t.counters, crate::tools::CounterSource::Sampled(_)).then_some(t.rusage_switches);
+            (t.metric, t.output, cmd.describe.clone(), totals, Some(t.rusage_switches), Some(t.counters))
+        }
         _ => {
             let report = measured_report(&m);
-            (wl.metric_value(&report), wl.format_output(&report), "built-in workers".to_string(), None)
+            (wl.metric_value(&report), wl.format_output(&report), "built-in workers".to_string(), None, None, None)
         }
     };
     Ok(NativeRun {
@@ -233,6 +244,8 @@ pub fn run_native(argv: &[String], opts: &NativeOptions) -> Result<NativeRun, Na
         runner,
         note,
         switch_totals,
+        rusage_switches,
+        counters,
     })
 }
 

@@ -1,5 +1,5 @@
-//! The crate's only `unsafe` code: `fork()`, `_exit()`, `getrusage()`, a `pre_exec` hook and a
-//! shared anonymous mapping (`mmap`),
+//! The crate's `unsafe` code, but for the seccomp exit trap's ([`crate::exit_trap`]): `fork()`,
+//! `_exit()`, `getrusage()`, a `pre_exec` hook and a shared anonymous mapping (`mmap`),
 //! which neither rustix nor std offer safely.
 //!
 //! The benchmarks fork their workers (perf's `fork()`, rt-tests' `fork()`), so native mode does

@@ -12,7 +12,11 @@
 //! # Counters of a tool's tasks
 //!
 //! A tool forks and reaps its own workers, so schedlab cannot hold them as zombies the way it
-//! holds its own children. Two sources, each exact where the other is not:
+//! holds its own children. Where the kernel has seccomp user notifications, the exit trap
+//! ([`crate::exit_trap`]) reads every task of the tool at its `exit`/`exit_group`, blocked and
+//! with all its work done, and the tool itself as a zombie: per-task counters as exact as the
+//! built-in workers' (the module says how such a reading differs from a zombie's). Otherwise
+//! (said in the run's [`CounterSource`]) two sources, each exact where the other is not:
 //!
 //! * switches: `getrusage(RUSAGE_CHILDREN)` around the run ([`crate::sys::children_switches`]).
 //!   The kernel folds every exited thread's and reaped process's `nvcsw`/`nivcsw` into its
@@ -20,10 +24,9 @@
 //!   lost when a worker exits;
 //! * per task (`/proc/<pid>/task/<tid>/sched` and `schedstat`, for migrations, run time, run
 //!   delay): a sampler thread walks the tool's descendants (`task/<tid>/children`) every 2 ms
-//!   while it runs and keeps each task's latest reading; the tool itself is held
-//!   as a zombie (`waitid(WEXITED | WNOWAIT)`) and read once more before it is reaped. A worker's
-//!   last milliseconds before its exit can be missed; the sampler runs on a CPU outside `--pin`
-//!   when there is one, so it does not disturb a pinned benchmark.
+//!   while it runs and keeps each task's latest reading. A worker's last milliseconds before its
+//!   exit can be missed, and the sampler is one more task waking every 2 ms; it runs on a CPU
+//!   outside `--pin` when there is one, so it does not disturb a pinned benchmark.
 //!
 //! ftrace (`--trace`) follows the tool's tree like the built-in workers' (`event-fork`), and the
 //! analysis keeps the tool's task name.
@@ -403,16 +406,46 @@ pub fn parse_metric(tool: Tool, wl: &BenchWorkload, out: &str) -> Option<f64> {
     }
 }
 
+/// How a real tool's per-task counters were read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CounterSource {
+    /// Every task read at its `exit`/`exit_group` by the seccomp trap ([`crate::exit_trap`]),
+    /// the leader as a zombie: `exits` readings.
+    ExitTrap { exits: usize },
+    /// A thread walking the tool's tasks every 2 ms (the trap is not available: why).
+    Sampled(String),
+}
+
+impl CounterSource {
+    pub fn describe(&self) -> String {
+        match self {
+            CounterSource::ExitTrap { exits } => {
+                format!(
+                    "exact: every task read at its exit by a seccomp exit trap ({exits} exits), the tool as a zombie"
+                )
+            }
+            CounterSource::Sampled(why) => {
+                format!(
+                    "sampled every 2 ms (a worker's last milliseconds can be missed; switches from getrusage): {why}"
+                )
+            }
+        }
+    }
+}
+
 /// A finished real-tool run.
 pub struct ToolRun {
     pub start_ns: u64,
     pub end_ns: u64,
     pub output: String,
     pub metric: f64,
-    /// Every task seen, latest reading (the tool itself as a zombie).
+    /// Every task: read at its exit (trap) or its latest sample, the tool itself as a zombie
+    /// first.
     pub tasks: Vec<TaskSample>,
-    /// The whole tree's (voluntary, involuntary) switches, from `getrusage`.
-    pub switches: (u64, u64),
+    /// The whole tree's (voluntary, involuntary) switches, from `getrusage(RUSAGE_CHILDREN)`
+    /// (with a PostgreSQL server's backends' sampled switches added).
+    pub rusage_switches: (u64, u64),
+    pub counters: CounterSource,
 }
 
 /// The tasks under `root`: its threads and, recursively, its children's.
@@ -445,36 +478,58 @@ fn walk_from(mut stack: Vec<u32>, seen: &mut BTreeMap<u32, TaskSample>) {
 }
 
 /// Starts a tool in its own process group. With `output`, its stdout and stderr go to one
-/// pipe, so what it prints keeps the order it was written in (pgbench's vacuum line on stderr
-/// before its results on stdout), as on a terminal; the read end is returned.
+/// memfd (one open file, so what it prints keeps the order it was written in: pgbench's vacuum
+/// line on stderr before its results on stdout, as on a terminal), which is returned to be read
+/// after the run: writing to a file wakes nobody, where a pipe would wake a reader thread at
+/// each flush (rt-tests hackbench flushes its two header lines before it forks, and that
+/// wakeup would be one more `record_wakee()` flip of its main, inherited by every worker).
+/// With `trap`, the exit trap's filter is installed last before the exec.
 fn spawn(
     program: &Path,
     args: &[String],
     comm: &str,
     output: bool,
-) -> Result<(std::process::Child, Option<rustix::fd::OwnedFd>), NativeError> {
+    trap: Option<&crate::exit_trap::Trap>,
+) -> Result<(std::process::Child, Option<std::fs::File>), NativeError> {
     use std::os::unix::process::CommandExt;
     let mut cmd = Command::new(program);
     cmd.args(args).stdin(Stdio::null()).process_group(0);
-    let reader = if output {
-        let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
-            .map_err(|e| NativeError::System(format!("pipe: {e}")))?;
-        let w2 = w.try_clone().map_err(|e| NativeError::System(format!("dup: {e}")))?;
-        cmd.stdout(Stdio::from(w)).stderr(Stdio::from(w2));
-        Some(r)
+    let out = if output {
+        let f = rustix::fs::memfd_create("schedlab-tool-output", rustix::fs::MemfdFlags::CLOEXEC)
+            .map_err(|e| NativeError::System(format!("memfd_create: {e}")))?;
+        let (w1, w2) = (
+            f.try_clone().map_err(|e| NativeError::System(format!("dup: {e}")))?,
+            f.try_clone().map_err(|e| NativeError::System(format!("dup: {e}")))?,
+        );
+        cmd.stdout(Stdio::from(w1)).stderr(Stdio::from(w2));
+        Some(std::fs::File::from(f))
     } else {
         cmd.stdout(Stdio::null()).stderr(Stdio::null());
         None
     };
     crate::sys::die_with_parent(&mut cmd);
+    if let Some(t) = trap {
+        t.install(&mut cmd);
+    }
     let child = cmd.spawn().map_err(|e| NativeError::System(format!("{}: {e}", program.display())))?;
     if let Some(pid) = Pid::from_raw(child.id() as i32) {
         crate::cleanup::register_group(pid, comm);
     }
-    // `cmd` still holds the write ends: dropped here, so the reader sees the end of file when
-    // the tool (and every child it gave them to) has exited.
-    drop(cmd);
-    Ok((child, reader))
+    Ok((child, out))
+}
+
+/// The tool's output, read back from its memfd.
+fn read_output(f: Option<std::fs::File>) -> String {
+    use std::io::Seek;
+    let mut s = String::new();
+    if let Some(mut f) = f
+        && f.rewind().is_ok()
+    {
+        let mut bytes = Vec::new();
+        let _ = f.read_to_end(&mut bytes);
+        s = String::from_utf8_lossy(&bytes).into_owned();
+    }
+    s
 }
 
 fn kill_and_reap(mut child: std::process::Child) {
@@ -497,7 +552,7 @@ fn kill_and_reap(mut child: std::process::Child) {
 /// Starts a loopback netserver on `port` and waits until it accepts connections.
 fn start_netserver(server: &Path, port: &str) -> Result<std::process::Child, NativeError> {
     let args: Vec<String> = ["-D", "-L", "127.0.0.1", "-p", port].iter().map(|s| s.to_string()).collect();
-    let (child, _) = spawn(server, &args, "netserver", false)?;
+    let (child, _) = spawn(server, &args, "netserver", false, None)?;
     let addr = format!("127.0.0.1:{port}");
     for _ in 0..200 {
         if std::net::TcpStream::connect(&addr).is_ok() {
@@ -526,11 +581,18 @@ impl Drop for Running {
 }
 
 /// Runs a real tool to completion (the caller has set affinity and tracing up). `avoid` are
-/// the CPUs the benchmark is pinned to, which the sampler stays off when it can.
+/// the CPUs the benchmark is pinned to, which schedlab's own threads (the exit trap's
+/// supervisor, the sampler) stay off when they can.
 ///
-/// A PostgreSQL server's backends are its postmaster's children, not pgbench's: the sampler
-/// also walks the postmaster's children that were not there before the run (its background
-/// processes were), and their switches are added to pgbench's exact whole-tree totals (a
+/// Counters: the exit trap ([`crate::exit_trap`]) reads every task of the tool at its exit
+/// when this kernel has seccomp user notifications; otherwise the sampler thread walks the
+/// tool's tasks every 2 ms (said in the run's [`CounterSource`]). The tool itself is held as a
+/// zombie (`waitid(WEXITED | WNOWAIT)`), waited off its CPU (its final switch counted) and read
+/// before it is reaped.
+///
+/// A PostgreSQL server's backends are its postmaster's children, not pgbench's, so the trap
+/// does not cover them: the sampler walks the postmaster's children that were not there before
+/// the run (its background processes were), and their switches are added to the totals (a
 /// backend's last reading is up to 2 ms old when it exits).
 pub fn run_tool(cmd: &ToolCommand, wl: &BenchWorkload, avoid: Option<&[u32]>) -> Result<ToolRun, NativeError> {
     let mut args = cmd.args.clone();
@@ -554,24 +616,58 @@ pub fn run_tool(cmd: &ToolCommand, wl: &BenchWorkload, avoid: Option<&[u32]>) ->
         }
         _ => (None, Vec::new()),
     };
-    let before = crate::sys::children_switches();
-    let start_ns = mono_ns();
-    let (mut child, reader) = spawn(&cmd.program, &args, cmd.comm, true)?;
-    let pid = child.id();
-    let readers: Vec<std::thread::JoinHandle<String>> = reader
-        .map(|r| {
-            std::thread::spawn(move || {
-                let mut s = String::new();
-                let _ = std::fs::File::from(r).read_to_string(&mut s);
-                s
-            })
-        })
-        .into_iter()
-        .collect();
-    let stop = Arc::new(AtomicBool::new(false));
     let nr_cpus = crate::host::nr_cpus();
     let off_pin: Option<Vec<usize>> = avoid.map(|pin| (0..nr_cpus).filter(|c| !pin.contains(&(*c as u32))).collect());
-    let sampler = {
+    let trap = match crate::exit_trap::unavailable() {
+        None => crate::exit_trap::Trap::new(),
+        Some(why) => Err(why),
+    };
+    let mut before = crate::sys::children_switches();
+    let mut start_ns = mono_ns();
+    let (spawned, supervisor, sampled_why) = match trap {
+        Ok(t) => match spawn(&cmd.program, &args, cmd.comm, true, Some(&t)) {
+            Ok(sp) => match t.start(off_pin.clone()) {
+                Ok(sup) => (sp, Some(sup), None),
+                Err(e) => {
+                    kill_and_reap(sp.0);
+                    return Err(NativeError::System(e));
+                }
+            },
+            // The filter was refused (a container's own seccomp policy, a kernel without
+            // SECCOMP_FILTER_FLAG_NEW_LISTENER): run sampled.
+            Err(e) => {
+                before = crate::sys::children_switches();
+                start_ns = mono_ns();
+                let sp = spawn(&cmd.program, &args, cmd.comm, true, None)?;
+                (sp, None, Some(format!("installing the seccomp exit trap failed ({e})")))
+            }
+        },
+        Err(why) => (spawn(&cmd.program, &args, cmd.comm, true, None)?, None, Some(why)),
+    };
+    finish_run(cmd, wl, server, server_root, server_old, off_pin, (spawned, before, start_ns), supervisor, sampled_why)
+}
+
+type Spawned = ((std::process::Child, Option<std::fs::File>), (u64, u64), u64);
+
+/// Waits for a spawned tool (its exits answered by `supervisor`, or sampled when there is
+/// none), reads it as a zombie, reaps it and collects the run.
+#[allow(clippy::too_many_arguments)]
+fn finish_run(
+    cmd: &ToolCommand,
+    wl: &BenchWorkload,
+    server: Option<Running>,
+    server_root: Option<u32>,
+    server_old: Vec<u32>,
+    off_pin: Option<Vec<usize>>,
+    ((mut child, output), before, start_ns): Spawned,
+    supervisor: Option<crate::exit_trap::Supervisor>,
+    sampled_why: Option<String>,
+) -> Result<ToolRun, NativeError> {
+    let pid = child.id();
+    let stop = Arc::new(AtomicBool::new(false));
+    // The sampler: the tool's tasks without the trap, a PostgreSQL server's new backends.
+    let walk_tool = supervisor.is_none();
+    let sampler = (walk_tool || server_root.is_some()).then(|| {
         let stop = stop.clone();
         std::thread::spawn(move || {
             if let Some(cpus) = off_pin.filter(|c| !c.is_empty()) {
@@ -583,7 +679,9 @@ pub fn run_tool(cmd: &ToolCommand, wl: &BenchWorkload, avoid: Option<&[u32]>) ->
             }
             let (mut seen, mut served) = (BTreeMap::new(), BTreeMap::new());
             while !stop.load(Ordering::SeqCst) {
-                walk(pid, &mut seen);
+                if walk_tool {
+                    walk(pid, &mut seen);
+                }
                 if let Some(pm) = server_root {
                     let new: Vec<u32> = children_of(pm).into_iter().filter(|c| !server_old.contains(c)).collect();
                     walk_from(new, &mut served);
@@ -592,7 +690,7 @@ pub fn run_tool(cmd: &ToolCommand, wl: &BenchWorkload, avoid: Option<&[u32]>) ->
             }
             (seen, served)
         })
-    };
+    });
     let leader = Pid::from_raw(pid as i32).ok_or_else(|| NativeError::System("tool pid 0".into()))?;
     let status = loop {
         match rustix::process::waitid(WaitId::Pid(leader), WaitIdOptions::EXITED | WaitIdOptions::NOWAIT) {
@@ -603,19 +701,38 @@ pub fn run_tool(cmd: &ToolCommand, wl: &BenchWorkload, avoid: Option<&[u32]>) ->
     };
     let end_ns = mono_ns();
     stop.store(true, Ordering::SeqCst);
-    let (mut seen, served) = sampler.join().map_err(|_| NativeError::System("sampler thread panicked".into()))?;
-    // The leader, a zombie now: its final counters.
-    if let Ok(s) = procfs::read_task(&procfs::task_dir(pid, false)) {
-        seen.insert(pid, s);
-    }
+    let (mut seen, served) = match sampler {
+        Some(h) => h.join().map_err(|_| NativeError::System("sampler thread panicked".into()))?,
+        None => (BTreeMap::new(), BTreeMap::new()),
+    };
+    // The leader, a zombie now: its final counters, once its last switch is done.
+    let leader_dir = procfs::task_dir(pid, false);
+    let _ = crate::exit_trap::wait_off_cpu(&leader_dir);
+    let leader_sample = procfs::read_task(&leader_dir).ok();
     let _ = child.wait();
     crate::cleanup::forget_group(leader);
     let after = crate::sys::children_switches();
     drop(server);
+    let (mut tasks, counters) = match supervisor {
+        Some(s) => {
+            let exits = s.finish().map_err(NativeError::System)?;
+            let n = exits.len();
+            let mut rest: Vec<TaskSample> = exits.into_iter().filter(|e| e.tid != pid).map(|e| e.sample).collect();
+            rest.sort_by_key(|t| t.pid);
+            (rest, CounterSource::ExitTrap { exits: n })
+        }
+        None => {
+            seen.remove(&pid);
+            (seen.into_values().collect(), CounterSource::Sampled(sampled_why.unwrap_or_default()))
+        }
+    };
+    if let Some(l) = leader_sample {
+        tasks.insert(0, l);
+    }
     let served_switches =
         served.values().fold((0, 0), |(v, i), t| (v + t.nr_voluntary_switches, i + t.nr_involuntary_switches));
-    seen.extend(served);
-    let output: String = readers.into_iter().filter_map(|h| h.join().ok()).collect();
+    tasks.extend(served.into_values());
+    let output = read_output(output);
     if status.exit_status() != Some(0) {
         let why = match status.terminating_signal() {
             Some(s) => format!("was killed by signal {s}"),
@@ -635,11 +752,12 @@ pub fn run_tool(cmd: &ToolCommand, wl: &BenchWorkload, avoid: Option<&[u32]>) ->
         end_ns,
         output,
         metric,
-        tasks: seen.into_values().collect(),
-        switches: (
+        tasks,
+        rusage_switches: (
             after.0.saturating_sub(before.0) + served_switches.0,
             after.1.saturating_sub(before.1) + served_switches.1,
         ),
+        counters,
     })
 }
 

@@ -428,12 +428,26 @@ pub fn validate(req: &Request, mut progress: impl FnMut(u32)) -> Result<Validati
 
 /// The simulated runs of `req`, seeds `seed..seed+runs`.
 fn run_model(req: &Request) -> Result<Vec<RunRecord>, ValidateError> {
-    run_model_seeds(&req.variant, &req.topology, &req.workload, req.seed, req.runs, req.cpus.as_deref())
-        .map_err(ValidateError::Model)
+    run_model_seeds(
+        &req.variant,
+        &req.topology,
+        &req.workload,
+        req.seed,
+        req.runs,
+        req.cpus.as_deref(),
+        MODEL_DURATION_NS,
+    )
+    .map_err(ValidateError::Model)
 }
 
 /// The simulated runs, seeds `seed..seed+runs`, in parallel (one thread per run, at most the
 /// CPU count at a time), in seed order; the error is the model's one-line refusal.
+/// The model's default run length for `validate` (a workload that sizes its own run, such as
+/// stress-ng without `--timeout`, runs this long; one sized by loops must end within it).
+pub const MODEL_DURATION_NS: u64 = 10_000_000_000;
+
+/// The model's runs for seeds `seed..seed + runs`, `default_duration_ns` long at most (see
+/// [`MODEL_DURATION_NS`]).
 pub fn run_model_seeds(
     variant: &sim::kernel::Variant,
     topology: &sim::topology::Topology,
@@ -441,6 +455,7 @@ pub fn run_model_seeds(
     seed: u64,
     runs: u32,
     cpus: Option<&[u32]>,
+    default_duration_ns: u64,
 ) -> Result<Vec<RunRecord>, String> {
     let seeds: Vec<u64> = (0..u64::from(runs)).map(|i| seed + i).collect();
     let width = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -456,7 +471,7 @@ pub fn run_model_seeds(
                             topology: topology.clone(),
                             workload: workload.to_vec(),
                             seed,
-                            default_duration_ns: 10_000_000_000,
+                            default_duration_ns,
                             max_events: 2_000_000_000,
                             cpus: cpus.map(<[u32]>::to_vec),
                         })

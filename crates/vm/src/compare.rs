@@ -252,6 +252,16 @@ pub fn boot_rounds(
                 // The launch is not part of the key (a table mixes nothing): a stored run
                 // measured the other way is the user's to resolve, not to reuse silently.
                 if let Some(g) = stored.record.vm.as_ref()
+                    && g.asked_builtin() != req.session.builtin
+                {
+                    return Err(VmError::Usage(format!(
+                        "the results store has {} seed {seed} measured with {}; use another --out, or {}",
+                        key.spec,
+                        if g.asked_builtin() { "the built-in workers" } else { "the real tool" },
+                        if g.asked_builtin() { "add --builtin" } else { "drop --builtin" }
+                    )));
+                }
+                if let Some(g) = stored.record.vm.as_ref()
                     && g.replug != req.session.replug
                 {
                     return Err(VmError::Usage(format!(
@@ -281,7 +291,7 @@ pub fn boot_rounds(
                 warmup: req.warmup,
                 runs: 1,
                 workload: req.workload.clone(),
-                builtin: true,
+                builtin: req.session.builtin,
                 replug: req.session.replug,
                 trace_kb: req.session.trace_kb,
             };
@@ -301,6 +311,7 @@ pub fn boot_rounds(
             let (hz, preempt) = session.kernel.sched_config();
             for run in &b.runs {
                 check_trace(run, &format!("{} round {}", v.name, round + 1), req.trace_out.as_deref(), seed, v, note)?;
+                check_exact(run, &format!("{} round {}", v.name, round + 1))?;
                 let unmeasured = unmeasured(run);
                 let mut record = record(run, &v.name, &release, &key.topology, seed);
                 record.vm = Some(GuestInfo {
@@ -311,6 +322,8 @@ pub fn boot_rounds(
                     preempt: preempt.map(String::from),
                     unmeasured,
                     replug: req.session.replug,
+                    builtin: Some(req.session.builtin),
+                    runner: Some(run.runner()),
                 });
                 if let Some(store) = into.store {
                     store.insert(&key.spec, &key, &record, started.elapsed().as_secs_f64() * 1e3).map_err(lab_err)?;
@@ -322,6 +335,19 @@ pub fn boot_rounds(
         }
     }
     Ok(done)
+}
+
+/// A real tool whose tasks the guest could only sample (its kernel has no seccomp user
+/// notifications): an error, since the sampler perturbs the counters it reads (a third task
+/// waking every 2 ms on the guest's vCPUs) and misses each task's last milliseconds.
+pub fn check_exact(run: &GuestRun, label: &str) -> Result<(), VmError> {
+    match run.sampled() {
+        None => Ok(()),
+        Some(why) => Err(VmError::Guest(format!(
+            "{label}: the guest ran the real tool but could not read its tasks at their exits ({why}); \
+             run the built-in workers instead (--builtin, `builtin = true` in a [[vm]] table)"
+        ))),
+    }
 }
 
 /// A traced run's capture: an error when it did not arrive or cannot be read, a note when the
@@ -537,6 +563,9 @@ fn origin(req: &CompareRequest, g: &GuestInfo, release: &str, unmeasured: &[&str
     if !req.session.replug {
         reproduce += " --no-replug";
     }
+    if req.session.builtin {
+        reproduce += " --builtin";
+    }
     reproduce += &format!(" --base {}", lab::words::quote(&req.base));
     for v in &req.variants {
         reproduce += &format!(" --variant {}", lab::words::quote(v));
@@ -567,9 +596,16 @@ fn origin(req: &CompareRequest, g: &GuestInfo, release: &str, unmeasured: &[&str
                  wakee_flips as its earlier work left them"
                     .to_string()
             },
-            "counters: the workload's tasks' /proc/<tid>/sched, read before reaping (schedstats on); \
-             the metric in the guest's time (emulated under TCG: compare variants, not absolute values)"
-                .to_string(),
+            format!(
+                "ran: {}; counters: the workload's tasks' /proc/<tid>/sched, read {} (schedstats on); \
+                 the metric in the guest's time (emulated under TCG: compare variants, not absolute values)",
+                g.runner.as_deref().unwrap_or("built-in workers"),
+                if g.runner.as_deref().is_some_and(|r| r.contains("exit trap")) {
+                    "at each task's exit, the tool as a zombie"
+                } else {
+                    "as zombies before reaping"
+                }
+            ),
             format!("n/a: not counted by the kernel or needing a trace: {}", unmeasured.join(", ")),
         ],
         reproduce,

@@ -48,6 +48,27 @@ impl GuestRun {
         })
     }
 
+    /// What ran and how its tasks were read, from `schedlab native`'s JSON: `rt-tests
+    /// hackbench ...; counters exact: ...` for a real tool, `built-in workers` otherwise.
+    pub fn runner(&self) -> String {
+        let n = &self.json["native"];
+        let ran = n["runner"].as_str().unwrap_or("built-in workers").to_string();
+        match n["counters"]["read"].as_str() {
+            Some("exit-trap") => format!(
+                "{ran}, every task read at its exit by a seccomp exit trap ({} exits), the tool as a zombie",
+                n["counters"]["exits"].as_u64().unwrap_or(0)
+            ),
+            Some(_) => format!("{ran}, tasks sampled every 2 ms: {}", n["counters"]["why"].as_str().unwrap_or("?")),
+            None => ran,
+        }
+    }
+
+    /// Why a real tool's tasks were only sampled (no exit trap in the guest), if they were.
+    pub fn sampled(&self) -> Option<String> {
+        let c = &self.json["native"]["counters"];
+        (c["read"].as_str() == Some("sampled")).then(|| c["why"].as_str().unwrap_or("?").to_string())
+    }
+
     /// The system-wide `/proc/schedstat` delta around this run.
     pub fn schedstat_delta(&self) -> Result<crate::schedstat::Totals, String> {
         let (before, after) = self.schedstat.as_ref().ok_or("no /proc/schedstat snapshots")?;

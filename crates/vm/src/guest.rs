@@ -60,10 +60,9 @@ pub struct GuestPlan {
     pub workload: Vec<String>,
     /// Run schedlab's built-in workers (`native --builtin`) even where the real tool is in the
     /// initramfs. schedlab forks every built-in worker itself and reads its `/proc/<tid>/sched`
-    /// as a zombie before reaping it, so every per-task counter is exact; a real tool forks and
-    /// reaps its own workers, whose wakeup and migration counters can only be sampled (by a
-    /// polling thread that is one more task on the guest's few vCPUs, and misses the last
-    /// milliseconds of each worker).
+    /// as a zombie before reaping it; a real tool forks and reaps its own workers, which
+    /// `schedlab native` reads at their `exit`/`exit_group` with its seccomp exit trap
+    /// (`native::exit_trap`), as exact, and with the ground truth's binary and command line.
     pub builtin: bool,
     /// Take vCPUs 1..N-1 offline and back online right before every run (warm-up and measured),
     /// from the shell that then starts the benchmark: the ground truth's harness did

@@ -37,6 +37,10 @@ pub struct SessionOptions {
     /// ([`GuestPlan::replug`]); `false` (`--no-replug`) starts the benchmark from a shell that
     /// made no wakeups since boot.
     pub replug: bool,
+    /// Run schedlab's built-in workers even where the real tool is in the initramfs
+    /// (`--builtin`; [`GuestPlan::builtin`]). Otherwise the guest runs the real tool with the
+    /// workload's own command line, its tasks read at their exits by the seccomp exit trap.
+    pub builtin: bool,
     /// Record every measured run with ftrace in the guest, this many KiB of buffer per vCPU
     /// ([`GuestPlan::trace_kb`]).
     pub trace_kb: Option<u32>,

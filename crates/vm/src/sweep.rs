@@ -60,6 +60,7 @@ pub fn request(t: &VmPlan, opts: &SweepOptions) -> Result<CompareRequest, VmErro
             schedlab_bin: opts.schedlab_bin.clone(),
             verbose: opts.verbose,
             replug: t.replug,
+            builtin: t.builtin,
             // `trace = true`: the buffer of `compare --vm --trace`.
             trace_kb: t.trace.then_some(crate::guest::TRACE_KB),
         },

@@ -64,6 +64,23 @@ pub struct VmValidation {
     pub rows: Vec<Row>,
     pub warmup: u32,
     pub tools: Vec<String>,
+    /// What ran in the guest and how its tasks were read ([`GuestRun::runner`] of the last
+    /// boot's run).
+    pub runner: String,
+}
+
+/// The model's run-length bound beside a guest: `validate`'s 10 s, or, for a workload sized by
+/// its operations (`ops`: pipe loops, hackbench messages), ten times the guest's longest run
+/// when that is longer. Such a workload ends when its tasks do, so the bound only has to be out
+/// of its way: with a slow guest's calibrated costs (a loaded host under TCG) the model's
+/// `pipe -l 5000` can need more than 10 simulated seconds. A workload that runs for a time of
+/// its own keeps `validate`'s.
+fn model_duration_ns(ops: Option<u64>, guest_elapsed_ns: &[u64]) -> u64 {
+    let longest = guest_elapsed_ns.iter().copied().max().unwrap_or(0);
+    match ops {
+        Some(_) => nv::MODEL_DURATION_NS.max(longest.saturating_mul(10)),
+        None => nv::MODEL_DURATION_NS,
+    }
 }
 
 /// The model's configuration for the guest: the preset nearest to its release, its HZ and its
@@ -148,6 +165,8 @@ pub fn validate(
     let mut session = Session::new(&req.session, note)?;
     let mut guest = Vec::new();
     let (mut release, mut preempt_file, mut cost_file) = (String::new(), None, Vec::new());
+    let mut runner = String::new();
+    let mut guest_elapsed: Vec<u64> = Vec::new();
     for i in 0..req.runs {
         let plan = GuestPlan {
             settings: v.settings.clone(),
@@ -160,7 +179,7 @@ pub fn validate(
             warmup: req.warmup,
             runs: 1,
             workload: req.workload.clone(),
-            builtin: true,
+            builtin: req.session.builtin,
             replug: req.session.replug,
             trace_kb: req.session.trace_kb,
         };
@@ -174,6 +193,7 @@ pub fn validate(
         for run in &b.runs {
             let seed = req.seed.wrapping_add(u64::from(i));
             crate::compare::check_trace(run, &format!("boot {}", i + 1), req.trace_out.as_deref(), seed, &v, note)?;
+            crate::compare::check_exact(run, &format!("boot {}", i + 1))?;
         }
         release = b.console.release.clone().unwrap_or_default();
         preempt_file = b.console.preempt.clone();
@@ -181,6 +201,10 @@ pub fn validate(
             cost_file = b.console.cost_lines.clone();
         }
         guest.extend(b.runs.iter().map(|r| guest_figures(r, ops_n)));
+        guest_elapsed.extend(b.runs.iter().filter_map(|r| r.json["native"]["elapsed_ns"].as_u64()));
+        if let Some(r) = b.runs.last() {
+            runner = r.runner();
+        }
         if let Some(store) = store {
             let label = req.session.kernel.label();
             let seed = req.seed.wrapping_add(u64::from(i));
@@ -198,6 +222,8 @@ pub fn validate(
                     preempt: preempt.map(String::from),
                     unmeasured: crate::compare::unmeasured(run),
                     replug: req.session.replug,
+                    builtin: Some(req.session.builtin),
+                    runner: Some(run.runner()),
                 });
                 if !store.insert(&key.spec, &key, &rec, b.total_secs * 1e3).map_err(lab_err)? {
                     note(&format!("vm: a run of {} seed {seed} was stored already; kept that one", key.spec));
@@ -225,8 +251,16 @@ pub fn validate(
     let (hz, _) = session.kernel.sched_config();
     let (variant, model_notes) = model_variant(&release, hz, preempt_file.as_deref(), &v)?;
     note(&format!("vm: the model ({}) on {topology_name}, {} seeds", variant.spec, req.runs));
-    let records =
-        nv::run_model_seeds(&variant, &topology, &req.workload, req.seed, req.runs, None).map_err(VmError::Usage)?;
+    let records = nv::run_model_seeds(
+        &variant,
+        &topology,
+        &req.workload,
+        req.seed,
+        req.runs,
+        None,
+        model_duration_ns(ops_n, &guest_elapsed),
+    )
+    .map_err(VmError::Usage)?;
     let sim: Vec<Figures> = records.iter().map(|r| nv::sim_figures(r, ops_n)).collect();
     let rows = nv::rows(wl.metric.name, op, &guest, &sim);
     Ok(VmValidation {
@@ -246,6 +280,7 @@ pub fn validate(
         rows,
         warmup: req.warmup,
         tools: session.tools().to_vec(),
+        runner,
     })
 }
 
@@ -286,9 +321,13 @@ impl VmValidation {
             ),
             format!("workload: {}", lab::words::join(workload)),
             format!(
-                "guest: one measured run per boot after {} warm-up run(s) discarded, schedlab's built-in workers \
-                 (every task read as a zombie); tools in the initramfs: {}",
+                "guest: one measured run per boot after {} warm-up run(s) discarded; ran {}; tools in the initramfs: {}",
                 self.warmup,
+                if self.runner == "built-in workers" {
+                    "schedlab's built-in workers (every task read as a zombie)"
+                } else {
+                    self.runner.as_str()
+                },
                 if self.tools.is_empty() { "none".to_string() } else { self.tools.join(", ") }
             ),
             format!("model: {} on {}; {}", self.preset, self.topology, self.model_notes.join("; ")),
