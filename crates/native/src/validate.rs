@@ -440,14 +440,13 @@ fn run_model(req: &Request) -> Result<Vec<RunRecord>, ValidateError> {
     .map_err(ValidateError::Model)
 }
 
-/// The simulated runs, seeds `seed..seed+runs`, in parallel (one thread per run, at most the
-/// CPU count at a time), in seed order; the error is the model's one-line refusal.
 /// The model's default run length for `validate` (a workload that sizes its own run, such as
 /// stress-ng without `--timeout`, runs this long; one sized by loops must end within it).
 pub const MODEL_DURATION_NS: u64 = 10_000_000_000;
 
-/// The model's runs for seeds `seed..seed + runs`, `default_duration_ns` long at most (see
-/// [`MODEL_DURATION_NS`]).
+/// The simulated runs, seeds `seed..seed+runs`, each `default_duration_ns` long at most (see
+/// [`MODEL_DURATION_NS`]), in parallel (one thread per run, at most the CPU count at a time),
+/// in seed order; the error is the model's one-line refusal.
 pub fn run_model_seeds(
     variant: &sim::kernel::Variant,
     topology: &sim::topology::Topology,
