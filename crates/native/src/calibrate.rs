@@ -23,10 +23,11 @@
 //!   `wake_pinned` (a pinned wakee: `select_task_rq()` skips the class's selection, core.c
 //!   v7.3.4; `SCHED_IDLE` so that the wakee does not preempt the writer before the clock is
 //!   read again), `wakeup_select_ns` = `wake_selected` − `wake_pinned` (`select_task_rq_fair()`
-//!   for a wakee allowed anywhere; with CPU 1 busy it stays on the writer's CPU), and
-//!   `wakeup_remote_enqueue_ns` = `wake_remote` − `wake_pinned` (the direct enqueue on a busy
-//!   CPU's runqueue, with the reschedule IPI its preemption sends). Without a second CPU
-//!   `wakeup_local_ns` keeps the topology's value;
+//!   for a wakee allowed anywhere; with CPU 1 busy it stays on the writer's CPU). `wake_remote`
+//!   (a direct enqueue on a busy CPU's runqueue) is reported but sets no key: its wakee always
+//!   preempts, so it includes a reschedule IPI that most remote wakeups do not send, and
+//!   `wakeup_remote_enqueue_ns` keeps the topology's value. Without a second CPU
+//!   `wakeup_local_ns` keeps the topology's value too;
 //! * `context_switch_ns` = (`rt_pinned_threads` − 2·`pipe_op_4`) / 2 − `wakeup_local_ns`, and
 //!   `context_switch_mm_ns` likewise from `rt_pinned_processes`: a pinned round trip is two
 //!   pipe ops, two local wakeups and two switches; the simulator charges the wakeup separately;
@@ -612,9 +613,9 @@ impl Calibration {
         if let (Some(sel), Some(_)) = (g("wake_selected"), g("wake_pinned")) {
             push("wakeup_select_ns", sel - wl, format!("wake_selected {sel:.0} - wake_pinned {wl:.0}"));
         }
-        if let (Some(rem), Some(_)) = (g("wake_remote"), g("wake_pinned")) {
-            push("wakeup_remote_enqueue_ns", rem - wl, format!("wake_remote {rem:.0} - wake_pinned {wl:.0}"));
-        }
+        // `wake_remote` is reported, not applied: its wakee preempts the spinner every time, so
+        // it includes the reschedule IPI, which most direct remote wakeups do not send (7 % of
+        // hackbench's on a 6.18 guest), and a model charged it switches well above the kernel.
         let pinned = |name: &str| match (op, g(name)) {
             (Some(op), Some(rt)) => Some((rt, op, (rt - 2.0 * op) / 2.0)),
             _ => None,
@@ -767,7 +768,7 @@ mod tests {
         let get = |k: &str| keys.iter().find(|v| v.key == k).unwrap().ns;
         assert_eq!(get("wakeup_local_ns"), 700);
         assert_eq!(get("wakeup_select_ns"), 300);
-        assert_eq!(get("wakeup_remote_enqueue_ns"), 4_000);
+        assert!(keys.iter().all(|k| k.key != "wakeup_remote_enqueue_ns"), "wake_remote is reported only");
         // The pinned round trip's switch is what is left after the measured wakeup.
         assert_eq!(get("context_switch_ns"), (4_000 - 1_200) / 2 - 700);
         // Without them the topology's wakeup stays and no extra is written.
