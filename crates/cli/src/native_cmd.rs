@@ -510,7 +510,7 @@ pub fn calibrate(a: &CalibrateArgs) -> anyhow::Result<()> {
     let h = native::host::host_sched();
     let context = format!(
         "host: {} CPUs, kernel {release}, preempt {}, hz {}; topology {}\n{}\n\
-         base values for the formulas (not measured): wakeup_local_ns {}, wakeup_remote_ipi_ns {}, {}",
+         base values for the formulas (not measured): {}wakeup_remote_ipi_ns {}, {}",
         cal.nr_cpus,
         h.preempt.as_deref().unwrap_or("?"),
         h.hz.map_or("?".into(), |x| x.to_string()),
@@ -523,7 +523,10 @@ pub fn calibrate(a: &CalibrateArgs) -> anyhow::Result<()> {
             ),
             None => "bare metal: the cross-CPU ping-pong measures the IPI's receipt (ipi_receive_ns)".to_string(),
         },
-        topo.costs.wakeup_local_ns,
+        match cal.get("wake_pinned") {
+            Some(_) => String::new(),
+            None => format!("wakeup_local_ns {}, ", topo.costs.wakeup_local_ns),
+        },
         topo.costs.wakeup_remote_ipi_ns,
         if vm.is_some() {
             format!("ipi_receive_ns {}", topo.costs.ipi_receive_ns)

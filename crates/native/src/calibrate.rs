@@ -12,14 +12,25 @@
 //! | `rt_pinned_processes` | the same between two processes | round trip |
 //! | `rt_cross_processes` | the same, the two processes on two different CPUs | round trip |
 //! | `timer_irq` | a loop reading the clock on CPU 0: the gaps in it are interrupts | interruption |
+//! | `wake_pinned` | a 1-byte `write()` that wakes a `SCHED_IDLE` reader pinned to the writer's CPU, minus one that wakes nobody | wakeup |
+//! | `wake_selected` | the same, the reader free to run anywhere while CPU 1 is kept busy | wakeup |
+//! | `wake_remote` | the same, the reader (normal policy) pinned to the busy CPU 1 | wakeup |
 //!
 //! Derived keys (see [`Calibration::keys`]):
 //! * `syscall_ns` = `null_syscall`;
 //! * `copy_ns_per_kib` = (`pipe_op_32k` − `pipe_op_4`) / 64 (two copies of 32 KiB);
+//! * the waker's side of a wakeup, from timed `write()`s (2 CPUs or more): `wakeup_local_ns` =
+//!   `wake_pinned` (a pinned wakee: `select_task_rq()` skips the class's selection, core.c
+//!   v7.3.4; `SCHED_IDLE` so that the wakee does not preempt the writer before the clock is
+//!   read again), `wakeup_select_ns` = `wake_selected` − `wake_pinned` (`select_task_rq_fair()`
+//!   for a wakee allowed anywhere; with CPU 1 busy it stays on the writer's CPU). `wake_remote`
+//!   (a direct enqueue on a busy CPU's runqueue) is reported but sets no key: its wakee always
+//!   preempts, so it includes a reschedule IPI that most remote wakeups do not send, and
+//!   `wakeup_remote_enqueue_ns` keeps the topology's value. Without a second CPU
+//!   `wakeup_local_ns` keeps the topology's value too;
 //! * `context_switch_ns` = (`rt_pinned_threads` − 2·`pipe_op_4`) / 2 − `wakeup_local_ns`, and
 //!   `context_switch_mm_ns` likewise from `rt_pinned_processes`: a pinned round trip is two
-//!   pipe ops, two local wakeups and two switches; the simulator charges the wakeup separately
-//!   (`wakeup_local_ns`, kept at the topology's value: user space cannot isolate it);
+//!   pipe ops, two local wakeups and two switches; the simulator charges the wakeup separately;
 //! * a thread switch does a subset of a process switch's work (no `switch_mm`), so a measured
 //!   `context_switch_ns` above `context_switch_mm_ns` is noise or load: it is written equal to
 //!   the process switch, and flagged;
@@ -337,6 +348,115 @@ fn measure_interruptions(duration_ns: u64, reps: usize) -> Result<Measurement, S
     })
 }
 
+/// Where the reader of [`waking_writes`] runs and whether it may preempt the writer.
+#[derive(Clone, Copy)]
+enum WakeTarget {
+    /// Pinned to the writer's CPU 0, `SCHED_IDLE` (its wakeup never preempts the writer): no
+    /// selection, a local enqueue.
+    Pinned,
+    /// Free to run on any CPU, `SCHED_IDLE`, CPU 1 kept busy: `select_task_rq_fair()` runs
+    /// and, finding no idle CPU, keeps the sync wakeup on the writer's CPU.
+    Selected,
+    /// Pinned to CPU 1, which a spinning thread keeps busy: a direct enqueue on another CPU's
+    /// runqueue (`ttwu_queue_cond()` is false for a busy CPU sharing the LLC).
+    Remote,
+}
+
+/// The waker's side of `n` pipe wakeups, one at a time: the writer, on CPU 0, times a 1-byte
+/// `write()` into an empty pipe nobody waits on and then one that wakes the reader blocked on
+/// a second pipe; returns each wakeup's extra ns (the second write's time minus the first's).
+/// The reader answers on a third pipe, which the writer waits on, and the writer sleeps 30 µs
+/// before the next pair so the reader is asleep in `read()` again. A thread spins on CPU 1
+/// throughout, so no wakeup goes to an idle CPU.
+fn waking_writes(n: u64, target: WakeTarget) -> Result<Vec<f64>, String> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let pipe = || rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| format!("pipe: {e}"));
+    let (plain_r, plain_w) = pipe()?;
+    let (data_r, data_w) = pipe()?;
+    let (ack_r, ack_w) = pipe()?;
+    let old = rustix::thread::sched_getaffinity(None).map_err(|e| format!("sched_getaffinity: {e}"))?;
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let spin_stop = stop.clone();
+    let spinner = std::thread::spawn(move || {
+        pin_self(1)?;
+        while !spin_stop.load(Ordering::Relaxed) {
+            std::hint::spin_loop();
+        }
+        Ok::<(), String>(())
+    });
+    let reader = std::thread::spawn(move || {
+        match target {
+            WakeTarget::Pinned => pin_self(0)?,
+            WakeTarget::Remote => pin_self(1)?,
+            WakeTarget::Selected => {}
+        }
+        if !matches!(target, WakeTarget::Remote) {
+            crate::sys::set_sched_idle().map_err(|e| format!("sched_setscheduler(SCHED_IDLE): {e}"))?;
+        }
+        let mut b = [0u8; 1];
+        for _ in 0..n {
+            workers::read_exact(data_r.as_fd(), &mut b, None).map_err(|e| format!("reader: {e}"))?;
+            workers::write_all(ack_w.as_fd(), &b).map_err(|e| format!("reader: {e}"))?;
+        }
+        Ok::<(), String>(())
+    });
+    let result: Result<Vec<f64>, String> = (|| {
+        pin_self(0)?;
+        let mut b = [1u8; 1];
+        let mut extra = Vec::with_capacity(n as usize);
+        let pause = rustix::time::Timespec { tv_sec: 0, tv_nsec: 30_000 };
+        for _ in 0..n {
+            let _ = rustix::thread::nanosleep(&pause);
+            let t0 = mono_ns();
+            workers::write_all(plain_w.as_fd(), &b).map_err(|e| format!("writer: {e}"))?;
+            let t1 = mono_ns();
+            workers::read_exact(plain_r.as_fd(), &mut b, None).map_err(|e| format!("writer: {e}"))?;
+            let t2 = mono_ns();
+            workers::write_all(data_w.as_fd(), &b).map_err(|e| format!("writer: {e}"))?;
+            let t3 = mono_ns();
+            extra.push((t3 - t2) as f64 - (t1 - t0) as f64);
+            workers::read_exact(ack_r.as_fd(), &mut b, None).map_err(|e| format!("writer: {e}"))?;
+        }
+        Ok(extra)
+    })();
+    stop.store(true, Ordering::Relaxed);
+    let _ = rustix::thread::sched_setaffinity(None, &old);
+    // Closing the writer's ends ends a reader still waiting (a writer that failed early).
+    drop((data_w, ack_r));
+    let joined = reader.join().map_err(|_| "reader thread panicked".to_string()).and_then(|r| r);
+    spinner.join().map_err(|_| "spinner thread panicked".to_string())??;
+    let extra = result?;
+    joined?;
+    Ok(extra)
+}
+
+/// A [`waking_writes`] measurement: the median extra over all wakeups of `reps` runs.
+fn measure_wake(
+    name: &'static str,
+    what: &'static str,
+    n: u64,
+    reps: usize,
+    target: WakeTarget,
+) -> Result<Measurement, String> {
+    waking_writes((n / 10).max(1), target)?;
+    let mut all = Vec::new();
+    let mut medians = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let mut v = waking_writes(n, target)?;
+        medians.push(median(&mut v));
+        all.extend(v);
+    }
+    Ok(Measurement {
+        name,
+        what: what.to_string(),
+        ns: median(&mut all),
+        min_ns: medians.iter().copied().fold(f64::INFINITY, f64::min),
+        max_ns: medians.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        iterations: n,
+        repetitions: reps,
+    })
+}
+
 /// Runs every microbenchmark.
 pub fn calibrate(opts: &CalibrateOptions) -> Result<Calibration, String> {
     let reps = opts.repetitions.max(1);
@@ -385,6 +505,27 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<Calibration, String> {
             reps,
             |n| ping_pong(n, 0, 1, true),
         )?);
+        m.push(measure_wake(
+            "wake_pinned",
+            "a 1-byte write waking a SCHED_IDLE reader pinned to the writer's CPU 0, ns beyond a write waking nobody",
+            it(2_000.0),
+            reps,
+            WakeTarget::Pinned,
+        )?);
+        m.push(measure_wake(
+            "wake_selected",
+            "the same, the reader free to run anywhere and CPU 1 busy (select_task_rq_fair keeps it on CPU 0)",
+            it(2_000.0),
+            reps,
+            WakeTarget::Selected,
+        )?);
+        m.push(measure_wake(
+            "wake_remote",
+            "the same, the reader (normal policy) pinned to CPU 1, which a spinning thread keeps busy",
+            it(2_000.0),
+            reps,
+            WakeTarget::Remote,
+        )?);
     }
     m.push(measure_interruptions(((500_000_000.0 * opts.scale) as u64).max(10_000_000), reps)?);
     Ok(Calibration { measurements: m, nr_cpus, load: meter.finish() })
@@ -396,7 +537,7 @@ impl Calibration {
     }
 
     /// The cost keys derived from the measurements; `base` supplies the values the formulas
-    /// need but calibration does not measure (`wakeup_local_ns`, `wakeup_remote_ipi_ns`, and
+    /// need but calibration does not measure (`wakeup_local_ns` on one CPU, `wakeup_remote_ipi_ns`, and
     /// `idle_exit_ns_c1` on bare metal or `ipi_receive_ns` on a VM guest). `vm_guest`: the
     /// cross-CPU hop measures waking a halted vCPU (see the module docs).
     pub fn keys(&self, base: &sim::topology::Costs, vm_guest: bool) -> Vec<KeyValue> {
@@ -462,7 +603,19 @@ impl Calibration {
         let mut push = |key: &'static str, v: f64, how: String| {
             out.push(KeyValue { key, ns: v.max(0.0).round() as u64, how, clamped: v < 0.0 });
         };
-        let wl = base.wakeup_local_ns as f64;
+        let wl = match g("wake_pinned") {
+            Some(w) => {
+                push("wakeup_local_ns", w, format!("wake_pinned = {w:.0} ns"));
+                w.max(0.0)
+            }
+            None => base.wakeup_local_ns as f64,
+        };
+        if let (Some(sel), Some(_)) = (g("wake_selected"), g("wake_pinned")) {
+            push("wakeup_select_ns", sel - wl, format!("wake_selected {sel:.0} - wake_pinned {wl:.0}"));
+        }
+        // `wake_remote` is reported, not applied: its wakee preempts the spinner every time, so
+        // it includes the reschedule IPI, which most direct remote wakeups do not send (7 % of
+        // hackbench's on a 6.18 guest), and a model charged it switches well above the kernel.
         let pinned = |name: &str| match (op, g(name)) {
             (Some(op), Some(rt)) => Some((rt, op, (rt - 2.0 * op) / 2.0)),
             _ => None,
@@ -568,16 +721,12 @@ impl Calibration {
 mod tests {
     use super::*;
 
+    /// A measurement of `ns` from one repetition.
+    fn m(name: &'static str, ns: f64) -> Measurement {
+        Measurement { name, what: String::new(), ns, min_ns: ns, max_ns: ns, iterations: 1, repetitions: 1 }
+    }
+
     fn fake() -> Calibration {
-        let m = |name, ns| Measurement {
-            name,
-            what: String::new(),
-            ns,
-            min_ns: ns,
-            max_ns: ns,
-            iterations: 1,
-            repetitions: 1,
-        };
         Calibration {
             measurements: vec![
                 m("null_syscall", 80.0),
@@ -609,6 +758,24 @@ mod tests {
         let toml = fake().to_toml(&keys, "host: test", &["check: ok".into()]);
         assert!(toml.contains("[costs]\nsyscall_ns = 80\n"));
         assert!(toml.contains("# check: ok"));
+    }
+
+    #[test]
+    fn the_wakeup_measurements_set_the_wakers_costs() {
+        let mut c = fake();
+        c.measurements.extend([m("wake_pinned", 700.0), m("wake_selected", 1_000.0), m("wake_remote", 4_700.0)]);
+        let keys = c.keys(&sim::topology::Costs::x86_server(), false);
+        let get = |k: &str| keys.iter().find(|v| v.key == k).unwrap().ns;
+        assert_eq!(get("wakeup_local_ns"), 700);
+        assert_eq!(get("wakeup_select_ns"), 300);
+        assert!(keys.iter().all(|k| k.key != "wakeup_remote_enqueue_ns"), "wake_remote is reported only");
+        // The pinned round trip's switch is what is left after the measured wakeup.
+        assert_eq!(get("context_switch_ns"), (4_000 - 1_200) / 2 - 700);
+        // Without them the topology's wakeup stays and no extra is written.
+        let keys = fake().keys(&sim::topology::Costs::x86_server(), false);
+        assert!(
+            keys.iter().all(|k| !matches!(k.key, "wakeup_local_ns" | "wakeup_select_ns" | "wakeup_remote_enqueue_ns"))
+        );
     }
 
     #[test]
@@ -663,5 +830,10 @@ mod tests {
         // 50 ms of spinning meets at least a few ticks (HZ >= 100) on any kernel.
         let m = measure_interruptions(50_000_000, 1).unwrap();
         assert!(m.iterations >= 2 && m.ns > INTERRUPT_GAP_NS as f64, "{m:?}");
+        if crate::host::nr_cpus() >= 2 {
+            for target in [WakeTarget::Pinned, WakeTarget::Selected, WakeTarget::Remote] {
+                assert_eq!(waking_writes(20, target).unwrap().len(), 20);
+            }
+        }
     }
 }

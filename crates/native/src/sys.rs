@@ -48,6 +48,15 @@ pub fn fork_child<F: FnOnce() -> i32>(child: F) -> std::io::Result<Pid> {
     }
 }
 
+/// `sched_setscheduler(2)` of the calling thread to `SCHED_IDLE` (allowed without privilege:
+/// it lowers the thread's priority).
+pub fn set_sched_idle() -> std::io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: `param` is a valid sched_param for the call's duration; pid 0 is this thread.
+    let r = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+    if r == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
+}
+
 /// `_exit(2)`: leaves the process at once, without atexit handlers, destructors or stdio
 /// flushing (the parent's buffered output must not be written twice).
 pub fn exit_now(status: i32) -> ! {

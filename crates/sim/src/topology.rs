@@ -149,6 +149,13 @@ pub struct Costs {
     pub wakeup_local_ns: u64,
     /// Waker's side of a remote wakeup through the wake list plus a reschedule IPI.
     pub wakeup_remote_ipi_ns: u64,
+    /// Waker's extra for `select_task_rq_fair()`, which `select_task_rq()` (core.c v7.3.4)
+    /// runs only for a task allowed on more than one CPU (a pinned wakee skips it).
+    pub wakeup_select_ns: u64,
+    /// Waker's extra when it enqueues directly on another CPU's runqueue (`ttwu_queue()` with
+    /// `ttwu_queue_cond()` false, or `ttwu_runnable()` of a task queued elsewhere: the waker
+    /// takes and updates the target's runqueue lock and lines).
+    pub wakeup_remote_enqueue_ns: u64,
     /// Target's side of that IPI: interrupt entry and the queued enqueue.
     pub ipi_receive_ns: u64,
     /// A local timer interrupt on a busy CPU (the tick, an hrtick or hrtimer expiry): entry,
@@ -195,6 +202,8 @@ impl Costs {
         ("context_switch_mm_ns", "context switch between processes (different mm)"),
         ("wakeup_local_ns", "ttwu on the waker's side, direct enqueue (same LLC)"),
         ("wakeup_remote_ipi_ns", "ttwu on the waker's side through the wake list + IPI"),
+        ("wakeup_select_ns", "extra on the waker's side for select_task_rq_fair (wakee allowed on more than one CPU)"),
+        ("wakeup_remote_enqueue_ns", "extra on the waker's side for a direct enqueue on another CPU's runqueue"),
         ("ipi_receive_ns", "IPI receipt and queued enqueue on the target CPU"),
         ("timer_irq_ns", "a local timer interrupt (tick, hrtick) on a busy CPU, charged to the interrupted task"),
         ("wakeup_polling_idle_ns", "ttwu on the waker's side when the target polls in idle"),
@@ -238,6 +247,8 @@ impl Costs {
             context_switch_mm_ns: 1_300,
             wakeup_local_ns: 400,
             wakeup_remote_ipi_ns: 700,
+            wakeup_select_ns: 0,
+            wakeup_remote_enqueue_ns: 0,
             ipi_receive_ns: 1_000,
             timer_irq_ns: 1_000,
             wakeup_polling_idle_ns: 400,
@@ -264,6 +275,8 @@ impl Costs {
             context_switch_mm_ns,
             wakeup_local_ns,
             wakeup_remote_ipi_ns,
+            wakeup_select_ns,
+            wakeup_remote_enqueue_ns,
             ipi_receive_ns,
             timer_irq_ns,
             wakeup_polling_idle_ns,
@@ -299,6 +312,8 @@ impl Costs {
             ("context_switch_mm_ns", context_switch_mm_ns),
             ("wakeup_local_ns", wakeup_local_ns),
             ("wakeup_remote_ipi_ns", wakeup_remote_ipi_ns),
+            ("wakeup_select_ns", wakeup_select_ns),
+            ("wakeup_remote_enqueue_ns", wakeup_remote_enqueue_ns),
             ("ipi_receive_ns", ipi_receive_ns),
             ("timer_irq_ns", timer_irq_ns),
             ("wakeup_polling_idle_ns", wakeup_polling_idle_ns),
@@ -359,6 +374,8 @@ impl Costs {
             "context_switch_mm_ns" => &mut self.context_switch_mm_ns,
             "wakeup_local_ns" => &mut self.wakeup_local_ns,
             "wakeup_remote_ipi_ns" => &mut self.wakeup_remote_ipi_ns,
+            "wakeup_select_ns" => &mut self.wakeup_select_ns,
+            "wakeup_remote_enqueue_ns" => &mut self.wakeup_remote_enqueue_ns,
             "ipi_receive_ns" => &mut self.ipi_receive_ns,
             "timer_irq_ns" => &mut self.timer_irq_ns,
             "wakeup_polling_idle_ns" => &mut self.wakeup_polling_idle_ns,
@@ -1778,6 +1795,8 @@ fn preset_vm_2cpu() -> Topology {
         // An ICR write traps to the hypervisor unless IPI virtualisation is available, and a
         // halted vCPU is woken by the host scheduler [estimate].
         wakeup_remote_ipi_ns: 1_500,
+        wakeup_select_ns: 0,
+        wakeup_remote_enqueue_ns: 0,
         ipi_receive_ns: 2_000,
         // The APIC timer's expiry and the TSC-deadline write that re-arms it both exit to
         // the hypervisor, on top of the handler's own work [estimate].
@@ -1808,6 +1827,8 @@ fn preset_desktop_8c16t() -> Topology {
         context_switch_mm_ns: 1_000,
         wakeup_local_ns: 300,
         wakeup_remote_ipi_ns: 500,
+        wakeup_select_ns: 0,
+        wakeup_remote_enqueue_ns: 0,
         ipi_receive_ns: 700,
         timer_irq_ns: 700,
         wakeup_polling_idle_ns: 300,
@@ -1916,6 +1937,8 @@ fn preset_rpi5() -> Topology {
         context_switch_mm_ns: 2_400,
         wakeup_local_ns: 600,
         wakeup_remote_ipi_ns: 900,
+        wakeup_select_ns: 0,
+        wakeup_remote_enqueue_ns: 0,
         ipi_receive_ns: 1_500,
         timer_irq_ns: 1_500,
         wakeup_polling_idle_ns: 600,
@@ -1944,6 +1967,8 @@ fn arm64_server_costs(llc_ns: u64, cross_llc_ns: u64, cross_node_ns: u64) -> Cos
         context_switch_mm_ns: 1_600,
         wakeup_local_ns: 450,
         wakeup_remote_ipi_ns: 600,
+        wakeup_select_ns: 0,
+        wakeup_remote_enqueue_ns: 0,
         ipi_receive_ns: 1_200,
         timer_irq_ns: 1_200,
         wakeup_polling_idle_ns: 450,

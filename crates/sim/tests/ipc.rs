@@ -563,3 +563,39 @@ fn a_writer_that_fills_a_pipe_is_preempted_at_might_sleep_under_voluntary_only()
     assert!(invol_v >= 10, "voluntary: {invol_v} involuntary, {vol_v} voluntary switches");
     assert_eq!(invol_full, invol_v, "full preempts at the same point");
 }
+
+/// The waker's side of one pipe wakeup, by path: two CPUs, a reader asleep on an empty pipe, a
+/// writer on CPU 0 that sleeps 1 ms and writes one byte, a hog keeping CPU 1 busy (so that
+/// `ttwu_queue_cond()` enqueues directly and `select_idle_sibling()` finds no idle CPU).
+/// Returns the writer's CPU time with `wakeup_select_ns` 7 µs and `wakeup_remote_enqueue_ns`
+/// 50 µs, minus the same run with both at 0: the extras the waker paid.
+fn waker_extra_ns(reader_cpus: Option<Vec<u32>>) -> u64 {
+    let writer_time = |select_ns: u64, remote_ns: u64| {
+        let mut reader = task("reader", vec![Op::Read { obj: 0, bytes: 1, exact: true }, Op::Exit]);
+        reader.cpus = reader_cpus.clone();
+        let writer =
+            pinned(task("writer", vec![Op::Sleep { ns: 1_000_000 }, Op::Write { obj: 0, bytes: 1 }, Op::Exit]), 0);
+        let hog = pinned(task("hog", vec![Op::Run { ns: 5_000_000 }, Op::Exit]), 1);
+        let mut s = setup(2, vec![hog, reader, writer], vec![PIPE]);
+        s.topology.costs.set("jitter_pct", 0).unwrap();
+        s.topology.costs.set("wakeup_select_ns", select_ns).unwrap();
+        s.topology.costs.set("wakeup_remote_enqueue_ns", remote_ns).unwrap();
+        let r = run_sim(Sim::new(s).unwrap());
+        assert_eq!(r.stop, StopReason::AllExited);
+        r.tasks.iter().find(|t| t.comm == "writer").unwrap().sum_exec_runtime_ns
+    };
+    writer_time(7_000, 50_000) - writer_time(0, 0)
+}
+
+/// `select_task_rq()` (core.c v7.3.4) runs `select_task_rq_fair()` only for a wakee allowed on
+/// more than one CPU, and a direct enqueue on another CPU's runqueue takes that runqueue's lock:
+/// the waker pays `wakeup_select_ns` for the first and `wakeup_remote_enqueue_ns` for the second.
+#[test]
+fn the_waker_pays_for_selection_and_for_a_remote_runqueue() {
+    // Pinned to the writer's CPU: no selection, a local enqueue.
+    assert_eq!(waker_extra_ns(Some(vec![0])), 0);
+    // Free to run anywhere, CPU 1 busy: selected, placed on the waker's CPU (sync wakeup).
+    assert_eq!(waker_extra_ns(None), 7_000);
+    // Pinned to the busy CPU 1: no selection, a direct enqueue on CPU 1's runqueue.
+    assert_eq!(waker_extra_ns(Some(vec![1])), 50_000);
+}

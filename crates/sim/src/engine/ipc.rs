@@ -9,12 +9,13 @@
 //! 2. At its end, `ipc_complete` issues the wakes the object asked for — after the copy and
 //!    the unlock, as the kernel does — with `try_to_wake_up(p, flags, cpu, current, in_task)`,
 //!    one waiter at a time as `__wake_up_common()` walks the queue: each wake is followed by a
-//!    stretch charging the waker's side of it (`wakeup_local_ns` for a direct enqueue,
-//!    `wakeup_remote_ipi_ns` for a wake-list + IPI wakeup, `wakeup_polling_idle_ns` for a
-//!    wake-list wakeup of a polling idle CPU, nothing for a task that was not asleep) before the
-//!    next wake. So a wakee becomes runnable at the start of the waker's `try_to_wake_up` for
-//!    it, after the waiters before it; the walk holds the queue's lock, so these stretches are
-//!    not preemption points, even under full preemption.
+//!    stretch charging the waker's side of it (`wakeup_local_ns` for a direct enqueue, plus
+//!    `wakeup_remote_enqueue_ns` on another CPU's runqueue, `wakeup_remote_ipi_ns` for a
+//!    wake-list + IPI wakeup, `wakeup_polling_idle_ns` for a wake-list wakeup of a polling idle
+//!    CPU, each plus `wakeup_select_ns` when the wakee's CPU was selected; nothing for a task
+//!    that was not asleep) before the next wake. So a wakee becomes runnable at the start of
+//!    the waker's `try_to_wake_up` for it, after the waiters before it; the walk holds the
+//!    queue's lock, so these stretches are not preemption points, even under full preemption.
 //!
 //! Then the task returns to user mode (a preemption point) or sleeps: its program counter is
 //! rewound so that the operation is retried when it is woken, with `resumed = true` (no
@@ -418,7 +419,12 @@ impl Sim {
         }
     }
 
-    /// Issues one wake from `waker` running on `cpu`; returns the waker-side cost.
+    /// Issues one wake from `waker` running on `cpu`; returns the waker-side cost: the
+    /// wake-list path's or the direct enqueue's, plus `wakeup_select_ns` when
+    /// `select_task_rq()` ran `select_task_rq_fair()` (core.c v7.3.4: only for a wakee allowed
+    /// on more than one CPU) and `wakeup_remote_enqueue_ns` when the waker enqueued directly on
+    /// another CPU's runqueue (`ttwu_queue()` → `ttwu_do_activate()` under that runqueue's
+    /// lock, or `ttwu_runnable()` under `__task_rq_lock()` of a task queued there).
     fn ipc_wake(&mut self, cpu: u32, waker: TaskId, w: Wake) -> u64 {
         let st = entry(&mut self.ipc.tasks, w.task);
         if st.will_block {
@@ -430,9 +436,10 @@ impl Sim {
             return 0;
         }
         debug_assert!(st.resumed && st.op_pc.is_some(), "task {} is woken by IPC but sleeps elsewhere", w.task.0);
-        self.try_to_wake_up(w.task, w.flags, cpu, Some(waker), w.in_task);
+        let selected = self.try_to_wake_up(w.task, w.flags, cpu, Some(waker), w.in_task);
+        let select_ns = if selected { self.costs.wakeup_select_ns } else { 0 };
         let task = &self.tasks[w.task.idx()];
-        match task.state {
+        let path_ns = match task.state {
             // Queued on the target's wake list: an IPI, unless the target polls in idle.
             TaskState::Waking => {
                 let rq = &self.rqs[task.cpu as usize];
@@ -442,8 +449,10 @@ impl Sim {
                     self.costs.wakeup_remote_ipi_ns
                 }
             }
+            _ if task.cpu != cpu => self.costs.wakeup_local_ns + self.costs.wakeup_remote_enqueue_ns,
             _ => self.costs.wakeup_local_ns,
-        }
+        };
+        path_ns + select_ns
     }
 
     /// The end of `fork`/`clone` in `parent` on `cpu`.

@@ -13,7 +13,9 @@ use crate::task::{TaskId, TaskState};
 impl Sim {
     /// `try_to_wake_up()` (core.c v7.3.4). `this_cpu` is the CPU the wakeup runs on, `waker`
     /// the task that was running there (`current`, also in interrupt context), `in_task`
-    /// false for hardirq/softirq wakeups.
+    /// false for hardirq/softirq wakeups. Returns whether `select_task_rq()` ran the fair
+    /// class's `select_task_rq_fair()` (a wakee allowed on more than one CPU, not requeued in
+    /// place by `ttwu_runnable()`), for the waker's cost.
     pub(super) fn try_to_wake_up(
         &mut self,
         p: TaskId,
@@ -21,10 +23,10 @@ impl Sim {
         this_cpu: u32,
         waker: Option<TaskId>,
         in_task: bool,
-    ) {
+    ) -> bool {
         let mut wake_flags = wake_flags | wf::TTWU;
         if self.tasks[p.idx()].state != TaskState::Blocked {
-            return;
+            return false;
         }
         let prev_cpu = self.tasks[p.idx()].cpu;
         self.trace_waking(this_cpu, p, prev_cpu);
@@ -56,11 +58,12 @@ impl Sim {
             if self.rqs[cpu as usize].curr != Some(p) {
                 self.wakeup_preempt(cpu, p, wake_flags, origin, in_task);
             }
-            return;
+            return false;
         }
         task.state = TaskState::Waking;
         let prev_cpu = task.cpu;
-        let cpu = if task.allowed.weight() > 1 {
+        let selected = task.allowed.weight() > 1;
+        let cpu = if selected {
             wake_flags |= wf::RQ_SELECTED;
             let placement = self.select_task_rq(p, prev_cpu, this_cpu, waker, wake_flags);
             let st = &mut self.tasks[p.idx()].stats;
@@ -94,6 +97,7 @@ impl Sim {
         } else {
             self.ttwu_do_activate(cpu, p, wake_flags, Self::origin(cpu, this_cpu, in_task), in_task);
         }
+        selected
     }
 
     /// How a request made by this wakeup reaches `cpu`.
