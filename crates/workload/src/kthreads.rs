@@ -19,6 +19,10 @@
 //! benchmark task: that task is preempted (an involuntary switch) or a wakee whose previous CPU
 //! is now busy is placed elsewhere (a migration, a local wakeup). The ground truth's small
 //! non-zero shares on ping-pong rings (0.1-3 % of switches or wakeups) are of that size.
+//! They sleep on timer-wheel timers (`schedule_timeout()`, delayed work), so the engine wakes
+//! them at a jiffy, from the tick's `TIMER_SOFTIRQ` after `sched_tick()`, as the traces show
+//! (`sched_waking` of `rcu_preempt` or `kdamond.0` in softirq context right after
+//! `local_timer_entry`).
 //!
 //! The threads are [`TaskSpec::kthread`] tasks: no address space and they do not keep a run
 //! alive. Their phases are spread by the seed, so seeds differ as boots do.

@@ -104,6 +104,8 @@ struct Rq {
     prologue: u64,
     in_prologue: bool,
     tick_armed: bool,
+    /// The time of this CPU's queued `Tick` event while `tick_armed`.
+    tick_next: u64,
     hrtick_gen: u32,
     /// When the armed hrtick expires (`None`: not armed).
     hrtick_at: Option<u64>,
@@ -136,6 +138,7 @@ impl Rq {
             prologue: 0,
             in_prologue: false,
             tick_armed: false,
+            tick_next: 0,
             hrtick_gen: 0,
             hrtick_at: None,
             hrtick_queued: None,
@@ -637,6 +640,12 @@ impl Sim {
             }
             Ev::TimerHard { cpu, task, generation } => {
                 if self.tasks[task.idx()].timer_gen != generation {
+                    return false;
+                }
+                let rq = &self.rqs[cpu as usize];
+                if self.tasks[task.idx()].mm == crate::task::NO_MM && rq.tick_armed && rq.tick_next == self.now {
+                    // A timer-wheel timer of a busy CPU: the tick at this instant expires it
+                    // from its TIMER_SOFTIRQ, after `sched_tick()` ([`Sim::arm_sleep_timer`]).
                     return false;
                 }
                 self.timer_interrupt(cpu);

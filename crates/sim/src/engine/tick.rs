@@ -24,6 +24,7 @@ impl Sim {
         }
         rq.tick_armed = true;
         let next = (self.now / tick + 1) * tick;
+        rq.tick_next = next;
         self.queue.push(Nanos(next), Ev::Tick { cpu });
     }
 
@@ -38,6 +39,7 @@ impl Sim {
             return;
         }
         let next = self.now + self.params.tick_nsec;
+        self.rqs[cpu as usize].tick_next = next;
         self.queue.push(Nanos(next), Ev::Tick { cpu });
         self.timer_irq_time(cpu);
         // Lazy mode: a pending lazy request becomes a full one at the tick.
@@ -170,7 +172,21 @@ impl Sim {
     /// still enqueues it and the clock event is programmed for the earliest expiry, which the
     /// clockevents layer raises to its minimum delta (kernel/time/hrtimer.c, clockevents.c),
     /// so the timer interrupt comes at once, not in the past.
+    ///
+    /// A kernel thread's sleep (`TaskSpec::kthread`: `rcu_preempt` in `schedule_timeout_idle()`,
+    /// a kworker's delayed work, both kernel/time/timer.c) is a timer-wheel timer instead: its
+    /// expiry is a jiffy (`expires` in jiffies, 6.12.117 and 7.3.4 alike), so it is raised to
+    /// the next jiffy boundary, and it has no slack. The wheel runs from `TIMER_SOFTIRQ`, which
+    /// the tick raises (`update_process_times()` → `run_local_timers()`): on a busy CPU the
+    /// thread is woken by that jiffy's tick after `sched_tick()`, on an idle one (the tick
+    /// stopped) by the clock event NOHZ programs for the timer's jiffy.
     pub(super) fn arm_sleep_timer(&mut self, cpu: u32, t: TaskId, soft: u64, slack: u64) {
+        let (soft, slack) = if self.tasks[t.idx()].mm == crate::task::NO_MM {
+            let tick = self.params.tick_nsec;
+            (soft.div_ceil(tick).saturating_mul(tick), 0)
+        } else {
+            (soft, slack)
+        };
         let task = &mut self.tasks[t.idx()];
         task.timer_gen = task.timer_gen.wrapping_add(1);
         let generation = task.timer_gen;
@@ -249,6 +265,64 @@ mod tests {
         at_pick.behavior.hrtick_armed_after_switch = false;
         let (run0, switches0) = nice5_turns(at_pick);
         assert!(run0 / switches0 > per_turn + slice / 4, "armed at the pick: {} ns per turn", run0 / switches0);
+    }
+
+    /// Wakeup times of the task named `comm`, from the trace.
+    struct Wakings(std::rc::Rc<std::cell::RefCell<Vec<u64>>>, &'static str);
+    impl crate::trace::TraceSink for Wakings {
+        fn event(&mut self, ts_ns: u64, _cpu: u32, ev: &crate::trace::TraceEvent<'_>) {
+            if let crate::trace::TraceEvent::Waking { task, .. } = ev
+                && task.comm == self.1
+            {
+                self.0.borrow_mut().push(ts_ns);
+            }
+        }
+    }
+
+    /// A hog and a periodic task (a 1.5 ms absolute timer, 10 µs of work) on one CPU for
+    /// 200 ms: the periodic task's wakeup times.
+    fn periodic_wakeups(kthread: bool) -> Vec<u64> {
+        let hog =
+            TaskSpec::new("hog", vec![Op::Run { ns: 1_000_000 }, Op::Loop { target: 0, slot: 0, count: u32::MAX }]);
+        let ops = vec![
+            Op::Timer { slot: 0, period_ns: 1_500_000, absolute: true },
+            Op::Run { ns: 10_000 },
+            Op::Loop { target: 0, slot: 0, count: u32::MAX },
+        ];
+        let setup = SimSetup {
+            sched: SchedConfig::v7_3(),
+            topology: Topology::smp(1),
+            seed: 1,
+            limits: Limits { max_events: 1_000_000, max_time_ns: 200_000_000 },
+            tasks: vec![hog, TaskSpec { kthread, start_ns: 300_000, ..TaskSpec::new("periodic", ops) }],
+            objects: vec![],
+            check_invariants: true,
+            groups: Vec::new(),
+        };
+        let times = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let sink = Box::new(Wakings(times.clone(), "periodic"));
+        let (report, _) = Sim::new(setup).expect("valid setup").run_traced(sink);
+        report.expect("invariants hold");
+        times.take()
+    }
+
+    /// A kernel thread's timer is a timer-wheel timer (`schedule_timeout()`, 6.12.117 and
+    /// 7.3.4 kernel/time/timer.c): it expires at a jiffy, from the tick, so the thread wakes
+    /// only at jiffy boundaries of its busy CPU. A user task's hrtimer sleep of the same
+    /// program wakes at its own expiry (plus slack), between ticks.
+    #[test]
+    fn a_kernel_thread_wakes_at_a_jiffy_from_the_tick() {
+        let tick = SchedConfig::v7_3().tick_nsec();
+        let k = periodic_wakeups(true);
+        assert!(k.len() >= 40, "{} kernel-thread wakeups in 200 ms", k.len());
+        assert!(
+            k.iter().all(|t| t % tick == 0),
+            "off-jiffy wakeups: {:?}",
+            k.iter().filter(|t| *t % tick != 0).collect::<Vec<_>>()
+        );
+        let u = periodic_wakeups(false);
+        assert!(u.len() > k.len(), "user task {} wakeups, kernel thread {}", u.len(), k.len());
+        assert!(u.iter().filter(|t| *t % tick != 0).count() > u.len() / 2, "user task woken at ticks: {u:?}");
     }
 
     fn hard_expiries(sim: &mut Sim) -> Vec<u64> {
