@@ -355,3 +355,101 @@ fn timer_interrupts_delay_the_interrupted_task_and_are_charged_to_it() {
     assert!((24..=26).contains(&ticks), "the work ended {} ns later", end1 - end0);
     assert_eq!(run1 - run0, end1 - end0, "the interrupts' time is charged to the task");
 }
+
+/// The times (ns) of every `sched_waking` of `comm` and the CPU it ran on, and of every switch
+/// that put `comm` on a CPU, in a traced run of `tasks` on `cpus` CPUs whose idle state halts
+/// with a 50 µs exit latency (no polling, no jitter).
+fn wakings_and_switch_ins(cpus: u32, tasks: Vec<TaskSpec>, comm: &str) -> (Vec<(u64, u32)>, Vec<u64>) {
+    use sim::trace::{TraceEvent, TraceSink};
+    use std::{cell::RefCell, rc::Rc};
+    type Log = Rc<RefCell<(Vec<(u64, u32)>, Vec<u64>)>>;
+    struct Sink(Log, String);
+    impl TraceSink for Sink {
+        fn event(&mut self, ts: u64, cpu: u32, ev: &TraceEvent<'_>) {
+            match ev {
+                TraceEvent::Waking { task, .. } if task.comm == self.1 => self.0.borrow_mut().0.push((ts, cpu)),
+                TraceEvent::Switch { next, .. } if next.comm == self.1 => self.0.borrow_mut().1.push(ts),
+                _ => {}
+            }
+        }
+    }
+    let mut topology = Topology::smp(cpus);
+    for (key, ns) in
+        [("idle_exit_ns_c1", 50_000), ("idle_exit_ns_deep", 50_000), ("idle_poll_ns", 0), ("jitter_pct", 0)]
+    {
+        topology.costs.set(key, ns).unwrap();
+    }
+    let setup = SimSetup {
+        sched: SchedConfig::v7_3(),
+        topology,
+        seed: 1,
+        limits: Limits { max_events: 10_000_000, max_time_ns: 1_000_000_000 },
+        tasks,
+        objects: vec![],
+        check_invariants: true,
+        groups: Vec::new(),
+    };
+    let log: Log = Rc::default();
+    let (r, _) = Sim::new(setup).unwrap().run_traced(Box::new(Sink(log.clone(), comm.to_string())));
+    assert_eq!(r.unwrap().stop, StopReason::AllExited);
+    log.borrow().clone()
+}
+
+/// A timer interrupt cannot be taken by a halted CPU: `default_idle()` halts with interrupts
+/// enabled and the handler runs once the CPU executes again, so a sleeper's hrtimer wakeup on
+/// an idle CPU comes one exit latency after the expiry, and its switch-in follows at once
+/// (the exit is already paid). Before, the model woke the sleeper at the expiry and then paid
+/// the exit latency with the sleeper queued, so the CPU looked busy to wakeups meanwhile.
+#[test]
+fn a_timer_on_a_halted_cpu_fires_after_the_exit_latency() {
+    let sleeper = TaskSpec {
+        cpus: Some(vec![0]),
+        timer_slack_ns: 0,
+        ..task("sleeper", 0, vec![Op::Sleep { ns: 1_000_000 }, Op::Run { ns: 10_000 }, Op::Exit])
+    };
+    let (wakings, ins) = wakings_and_switch_ins(1, vec![sleeper], "sleeper");
+    assert_eq!(wakings.len(), 1, "{wakings:?}");
+    // It went to sleep a few µs after its first switch-in (syscall entry, no jitter).
+    let (started, woken) = (ins[0], wakings[0].0);
+    let late = woken - started - 1_000_000;
+    assert!((50_000..55_000).contains(&late), "woken {late} ns after the expiry: want the 50 µs exit latency");
+    let back = ins.iter().copied().find(|&t| t >= woken).unwrap();
+    assert!(back - woken < 10_000, "switched in {} ns after its wakeup", back - woken);
+}
+
+/// Timer migration (kernel/time/timer_migration.c, 6.9+): an unbound kernel thread's timeout
+/// that expires while its CPU idles is run by a busy CPU from its own tick, so the thread is
+/// woken there (from the busy CPU, at a jiffy boundary); a kernel thread bound to the idle
+/// CPU (a per-CPU kworker's pinned timer) wakes its own CPU.
+#[test]
+fn an_unbound_kthread_timeout_fires_on_a_busy_cpu() {
+    let busy = || TaskSpec { cpus: Some(vec![1]), ..task("busy", 0, vec![Op::Run { ns: 60_000_000 }, Op::Exit]) };
+    let kthread = |cpus: Option<Vec<u32>>| TaskSpec {
+        kthread: true,
+        cpus,
+        timer_slack_ns: 0,
+        ..task(
+            "kt",
+            0,
+            vec![
+                Op::Run { ns: 5_000 },
+                Op::Timer { slot: 0, period_ns: 10_001_000, absolute: true },
+                Op::Run { ns: 5_000 },
+                Op::Loop { target: 1, slot: 0, count: u32::MAX },
+            ],
+        )
+    };
+    let tick = SchedConfig::v7_3().tick_nsec();
+    // Unbound: it first runs on the idle CPU 0 (the busy task holds CPU 1), then every timeout
+    // is woken by CPU 1 at its tick.
+    let (wakings, _) = wakings_and_switch_ins(2, vec![busy(), kthread(None)], "kt");
+    assert!(wakings.len() >= 4, "{wakings:?}");
+    for &(t, cpu) in &wakings {
+        assert_eq!(cpu, 1, "woken on CPU {cpu} at {t} ns: {wakings:?}");
+        assert_eq!(t % tick, 0, "woken at {t} ns, not at a tick of CPU 1");
+    }
+    // Bound to CPU 0: its own CPU takes the interrupt once it has left idle.
+    let (wakings, _) = wakings_and_switch_ins(2, vec![busy(), kthread(Some(vec![0]))], "kt");
+    assert!(wakings.len() >= 4, "{wakings:?}");
+    assert!(wakings.iter().all(|&(_, cpu)| cpu == 0), "{wakings:?}");
+}

@@ -139,8 +139,15 @@ impl Sim {
         }
     }
 
+    /// The CPU has left its idle state: the timer interrupts that woke it (or arrived during
+    /// its exit) are handled now ([`Sim::timer_interrupt`]), then the idle loop switches to
+    /// whatever is queued. Their wakeups onto this CPU find it already exiting, so they add
+    /// no second exit latency.
     pub(super) fn idle_exit(&mut self, cpu: u32) {
+        self.rqs[cpu as usize].idle_resuming = true;
+        self.timer_interrupt(cpu);
         let rq = &mut self.rqs[cpu as usize];
+        rq.idle_resuming = false;
         rq.idle_exit_pending = false;
         if rq.curr.is_none() && rq.cfs.h_nr_queued > 0 {
             self.schedule(cpu, Switch::Preempt);

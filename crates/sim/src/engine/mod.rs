@@ -117,6 +117,8 @@ struct Rq {
     last_idle_ns: u64,
     /// An `IdleExit` is already on its way.
     idle_exit_pending: bool,
+    /// `idle_exit` is handling the interrupts that were waiting for the CPU to resume.
+    idle_resuming: bool,
     /// The idle state chosen when the CPU last went idle.
     idle_state: core::IdleState,
     /// Queued remote wakeups (`rq->wake_list`), processed when the IPI arrives.
@@ -146,6 +148,7 @@ impl Rq {
             idle_ns: 0,
             last_idle_ns: 0,
             idle_exit_pending: false,
+            idle_resuming: false,
             idle_state: core::IdleState::Shallow,
             wake_list: Vec::new(),
             ipi_pending: false,

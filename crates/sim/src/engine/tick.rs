@@ -5,7 +5,7 @@
 //! An hrtimer sleep fires at the first timer interrupt on its CPU at or after its soft expiry,
 //! and at the latest at its hard expiry (soft + timer slack).
 
-use super::core::Origin;
+use super::core::{IdleState, Origin};
 use super::{Cause, Ev, Sim};
 use crate::fair::Resched;
 use crate::task::{Step, TaskId};
@@ -165,6 +165,39 @@ impl Sim {
         self.irq_exit(cpu);
     }
 
+    /// The timer migration of kernel/time/timer_migration.c (6.9+, so 6.12.117 and 7.3.4):
+    /// a timer-wheel timer that is not pinned is "global", and while its CPU idles in NOHZ the
+    /// hierarchy hands its expiry to an active CPU, which runs it from its own timer softirq
+    /// at its next tick (`tmigr_handle_remote()` from `run_timer_softirq()`). The model's
+    /// global timers are the timeouts of unbound kernel threads (`schedule_timeout()` in
+    /// `rcu_gp_kthread`, `kcompactd`'s `wait_event_freezable_timeout()`; a per-CPU kworker's
+    /// delayed work is queued with `add_timer_on()`, which pins it). So the expired timeouts
+    /// of unbound kthreads on the idle `cpu` move to the timer list of the lowest-numbered
+    /// busy CPU, whose next timer interrupt wakes them there (`try_to_wake_up()` with that
+    /// CPU's current task as the waker); with every CPU idle they stay (the last CPU to go
+    /// idle keeps the first global expiry) and wake `cpu`.
+    fn migrate_global_timers(&mut self, cpu: u32) {
+        let Some(active) = (0..self.rqs.len() as u32).find(|&c| c != cpu && self.rqs[c as usize].curr.is_some()) else {
+            return;
+        };
+        let now = self.now;
+        let due: Vec<(u64, u64)> = self.rqs[cpu as usize]
+            .timers
+            .iter()
+            .take_while(|(key, _)| key.0 <= now)
+            .filter(|(_, (t, _))| {
+                let task = &self.tasks[t.idx()];
+                task.mm == crate::task::NO_MM && task.allowed.weight() > 1
+            })
+            .map(|(&key, _)| key)
+            .collect();
+        for key in due {
+            if let Some(timer) = self.rqs[cpu as usize].timers.remove(&key) {
+                self.rqs[active as usize].timers.insert(key, timer);
+            }
+        }
+    }
+
     /// Arms an hrtimer sleep of `t` on `cpu`: soft expiry `soft`, hard `soft + slack`.
     ///
     /// An absolute expiry may already have passed when the timer is started (the task was
@@ -198,7 +231,28 @@ impl Sim {
 
     /// A timer interrupt on `cpu`: every sleep whose soft expiry has passed is woken, in
     /// expiry order, from hardirq context (`hrtimer_wakeup()`: a non-sync wakeup).
+    ///
+    /// On a CPU halted in idle (any state but polling) the handler cannot run before the CPU
+    /// has left that state: `default_idle()` (and a cpuidle state's enter callback) halts
+    /// with interrupts enabled (`safe_halt()`, `sti; hlt`), and the interrupt is taken
+    /// once the CPU executes again, the state's exit latency after the timer's expiry (for
+    /// a guest's halted vCPU, the hypervisor's wake of it). Until then the runqueue is the
+    /// idle one (`rq->curr == rq->idle`, `nr_running == 0`): `available_idle_cpu()` holds
+    /// and a wakee may still be placed there. So the CPU is woken and the expired timers
+    /// wait for [`Sim::idle_exit`], which runs this handler as the CPU resumes.
+    ///
+    /// Before that, an unbound kernel thread's expired timeout leaves the idle CPU for an
+    /// active one ([`Sim::migrate_global_timers`]).
     pub(super) fn timer_interrupt(&mut self, cpu: u32) {
+        let rq = &self.rqs[cpu as usize];
+        if rq.curr.is_none() && rq.idle_state != IdleState::Poll && !rq.idle_resuming {
+            self.migrate_global_timers(cpu);
+            let rq = &self.rqs[cpu as usize];
+            if rq.timers.first_key_value().is_some_and(|(&(soft, _), _)| soft <= self.now) {
+                self.kick_idle(cpu);
+            }
+            return;
+        }
         loop {
             let rq = &mut self.rqs[cpu as usize];
             let Some((&key, _)) = rq.timers.first_key_value() else { break };
