@@ -85,8 +85,9 @@ pub struct TaskSpec {
     pub poll_sets: Vec<Vec<u32>>,
     /// Created at `start_ns` (false) or only by another task's `Spawn` (true).
     pub spawned: bool,
-    /// Threads of one process share an address space: switching between tasks with the same
-    /// `mm` costs `context_switch_ns`, else `context_switch_mm_ns`.
+    /// Threads of one process share an address space: a switch-in of a task whose `mm` is the
+    /// one its CPU has loaded (the last `mm` that ran there) costs `context_switch_ns`, else
+    /// `context_switch_mm_ns`.
     pub mm: u32,
     /// The cgroup the workload puts the task in (rt-app `taskgroup`, `perf bench sched pipe
     /// -G`), an absolute path such as `/A`; the lab turns it into `group`.
@@ -94,8 +95,9 @@ pub struct TaskSpec {
     /// The task group the simulation puts the task in (`SimSetup::groups`; 0 is the root).
     pub group: u32,
     /// A kernel thread (kworker, ksoftirqd, rcu_preempt): it has no address space of its own
-    /// (switching to or from it borrows the previous `mm`, `context_switch_ns`), and it does not
-    /// keep the simulation alive: a run ends when every other task has exited.
+    /// (switching to it borrows the CPU's loaded `mm`, `context_switch_ns`, and leaves it
+    /// loaded for the next task), and it does not keep the simulation alive: a run ends when
+    /// every other task has exited.
     pub kthread: bool,
     /// `wakee_flips` at creation for a task the workload's launcher starts (not `spawned`):
     /// fork copies the parent's `wakee_flips` (`dup_task_struct`; `__sched_fork` leaves it),

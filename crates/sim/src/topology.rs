@@ -141,9 +141,10 @@ pub struct CpuTopo {
 pub struct Costs {
     /// System call entry plus exit.
     pub syscall_ns: u64,
-    /// Context switch between threads of one process (same mm).
+    /// Context switch into a task whose mm the CPU has loaded (another thread of the process
+    /// that ran last, or a kernel thread, which borrows it).
     pub context_switch_ns: u64,
-    /// Context switch between processes (different mm).
+    /// Context switch that loads another mm (the next task's mm is not the CPU's loaded one).
     pub context_switch_mm_ns: u64,
     /// `try_to_wake_up` on the waker's side when it enqueues directly (same LLC).
     pub wakeup_local_ns: u64,

@@ -599,3 +599,101 @@ fn the_waker_pays_for_selection_and_for_a_remote_runqueue() {
     // Pinned to the busy CPU 1: no selection, a direct enqueue on CPU 1's runqueue.
     assert_eq!(waker_extra_ns(Some(vec![1])), 50_000);
 }
+
+/// A token ring of one-process tasks: task `i` (address space `i`, pinned to `cpus[i]`) reads
+/// pipe `i` and writes pipe `i + 1`; task 0 starts the token. Each task passes it `loops` times.
+fn process_ring(cpus: &[u32], loops: u32) -> Vec<TaskSpec> {
+    let n = cpus.len() as u32;
+    (0..n)
+        .map(|i| {
+            let mut ops = Vec::new();
+            if i == 0 {
+                ops.push(Op::Write { obj: 1 % n, bytes: 4 });
+            }
+            let top = ops.len() as u32;
+            ops.extend([
+                Op::Read { obj: i, bytes: 4, exact: true },
+                Op::Write { obj: (i + 1) % n, bytes: 4 },
+                Op::Loop { target: top, slot: 0, count: loops },
+                Op::Exit,
+            ]);
+            TaskSpec { mm: i, ..pinned(task(&format!("p{i}"), ops), cpus[i as usize]) }
+        })
+        .collect()
+}
+
+/// The switch-ins of a run's user tasks (each task's switch-outs, its exit included).
+fn user_switch_ins(r: &SimReport) -> u64 {
+    r.tasks.iter().filter(|t| !t.kthread).map(|t| t.stats.nr_switches).sum()
+}
+
+/// x86 `switch_mm_irqs_off()` reloads CR3 when the next task's mm is not the CPU's loaded mm,
+/// even when idle ran in between (idle borrows the loaded mm): four processes in a ring, two
+/// on each CPU, each CPU going idle between them, load another mm at every switch-in.
+#[test]
+fn a_process_ring_through_idle_switches_mm_at_every_switch_in() {
+    let loops = 2_000;
+    let r = run(2, process_ring(&[0, 1, 0, 1], loops), vec![PIPE; 4]);
+    assert_eq!(r.stop, StopReason::AllExited);
+    let ins = user_switch_ins(&r);
+    assert!(ins >= 4 * u64::from(loops), "{ins} switch-ins");
+    // A task that blocks waits for the token from the other process on its CPU, so every
+    // switch-in loads another mm, but for at most a few at the start, while both of a CPU's
+    // tasks are runnable and one may be switched back in.
+    assert!(
+        r.counters.nr_mm_switches + 4 >= ins && r.counters.nr_mm_switches <= ins,
+        "{} of {ins}",
+        r.counters.nr_mm_switches
+    );
+}
+
+/// Each CPU only ever runs one process, going idle between its runs: its mm stays loaded
+/// (lazy TLB), so only each CPU's first switch-in (from `init_mm`) loads an mm.
+#[test]
+fn a_ping_pong_across_two_cpus_switches_mm_only_at_each_cpus_first_switch_in() {
+    let loops = 2_000;
+    let r = run(2, process_ring(&[0, 1], loops), vec![PIPE; 2]);
+    assert_eq!(r.stop, StopReason::AllExited);
+    assert!(user_switch_ins(&r) >= 2 * u64::from(loops));
+    assert_eq!(r.counters.nr_mm_switches, 2);
+}
+
+/// A kernel thread borrows the process's mm (`context_switch()` → `enter_lazy_tlb()`), so the
+/// process running again after it loads nothing; a second process after it does.
+#[test]
+fn a_kernel_thread_between_two_runs_of_one_process_leaves_its_mm_loaded() {
+    let sleeper = |comm: &str, mm: u32| TaskSpec {
+        mm,
+        ..task(
+            comm,
+            vec![
+                Op::Run { ns: 50_000 },
+                Op::Sleep { ns: 200_000 },
+                Op::Loop { target: 0, slot: 0, count: 200 },
+                Op::Exit,
+            ],
+        )
+    };
+    let kworker = TaskSpec {
+        kthread: true,
+        ..task(
+            "kworker/0:1",
+            vec![
+                Op::Timer { slot: 0, period_ns: 70_000, absolute: true },
+                Op::Run { ns: 5_000 },
+                Op::Loop { target: 0, slot: 0, count: u32::MAX },
+            ],
+        )
+    };
+    let r = run(1, vec![sleeper("a", 1), kworker.clone()], vec![]);
+    assert_eq!(r.stop, StopReason::AllExited);
+    assert!(r.tasks[1].stats.nr_switches >= 200, "the kernel thread ran {} times", r.tasks[1].stats.nr_switches);
+    assert!(r.tasks[0].stats.nr_switches >= 200);
+    assert_eq!(r.counters.nr_mm_switches, 1);
+    // Two processes, each sleeping while the other runs: the kernel thread between them does
+    // not hide the change of mm.
+    let b = TaskSpec { start_ns: 125_000, ..sleeper("b", 2) };
+    let r = run(1, vec![sleeper("a", 1), b, kworker], vec![]);
+    assert_eq!(r.stop, StopReason::AllExited);
+    assert!(r.counters.nr_mm_switches >= 200, "{} mm switches", r.counters.nr_mm_switches);
+}

@@ -324,17 +324,29 @@ impl Sim {
         self.fair(cpu).pick_task_fair()
     }
 
+    /// The switch-in of `next` on `cpu`: the `next` side of `__schedule()` and
+    /// `context_switch()` (core.c v7.3.4; the same in v6.12.117).
+    ///
+    /// The address-space part is priced by the CPU's loaded mm, not by `prev`:
+    /// `context_switch()` gives a kernel thread (idle included) no mm switch at all, only
+    /// `enter_lazy_tlb()` (it borrows `prev->active_mm`); a task with an mm goes through x86
+    /// `switch_mm_irqs_off()` (arch/x86/mm/tlb.c v7.3.4 and v6.12.117), which compares
+    /// `next->mm` with `cpu_tlbstate.loaded_mm` and reloads CR3 only if they differ. So a
+    /// process that runs again after idle or a kernel thread costs a thread switch, and one
+    /// that follows another process through idle or a kernel thread costs a process switch.
+    /// (Back from lazy mode into the same mm, the kernel still flushes if the mm's `tlb_gen`
+    /// moved meanwhile; the model has no TLB shootdowns, so that never happens here.)
     fn switch_to(&mut self, cpu: u32, next: TaskId, prev: Option<TaskId>) {
         let now = self.now;
         let from_idle = prev.is_none();
-        // Threads of one process share the address space; a process switch also switches mm.
-        // A kernel thread has no mm (context_switch(): it borrows the previous task's
-        // active_mm, lazy TLB), so switching to or from one never switches the address space.
-        let same_mm = prev.is_none_or(|p| {
-            let (a, b) = (self.tasks[p.idx()].mm, self.tasks[next.idx()].mm);
-            a == b || a == crate::task::NO_MM || b == crate::task::NO_MM
-        });
-        let cost = if same_mm { self.costs.context_switch_ns } else { self.costs.context_switch_mm_ns };
+        let mm = self.tasks[next.idx()].mm;
+        let rq = &mut self.rqs[cpu as usize];
+        let switch_mm = mm != crate::task::NO_MM && mm != rq.loaded_mm;
+        if switch_mm {
+            rq.loaded_mm = mm;
+            self.counters.nr_mm_switches += 1;
+        }
+        let cost = if switch_mm { self.costs.context_switch_mm_ns } else { self.costs.context_switch_ns };
         let cost = self.cost(cost);
         if from_idle {
             self.lb_idle_exit(cpu);

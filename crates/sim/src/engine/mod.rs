@@ -121,6 +121,10 @@ struct Rq {
     idle_resuming: bool,
     /// The idle state chosen when the CPU last went idle.
     idle_state: core::IdleState,
+    /// The address space the CPU has loaded (x86 `cpu_tlbstate.loaded_mm`): the `mm` of the
+    /// last task with one that ran here; kernel threads and idle borrow it (lazy TLB) and leave
+    /// it. [`crate::task::NO_MM`] until then (`init_mm`, which no user task has).
+    loaded_mm: u32,
     /// Queued remote wakeups (`rq->wake_list`), processed when the IPI arrives.
     wake_list: Vec<(TaskId, u32)>,
     /// An IPI is in flight to this CPU.
@@ -150,6 +154,7 @@ impl Rq {
             idle_exit_pending: false,
             idle_resuming: false,
             idle_state: core::IdleState::Shallow,
+            loaded_mm: crate::task::NO_MM,
             wake_list: Vec::new(),
             ipi_pending: false,
             timers: BTreeMap::new(),
@@ -181,6 +186,9 @@ pub struct Counters {
     /// Wakeups issued from interrupt context (timers, softirq, IPIs): not a schedstat, but
     /// what decides `in_task()` for the forced-preemption rule and `Origin` of reschedules.
     pub nr_wakeups_irq: u64,
+    /// Switch-ins that loaded another address space (x86 `switch_mm_irqs_off()` writing CR3,
+    /// the `tlb_flush` trace event with reason `TLB_FLUSH_ON_TASK_SWITCH`): not a schedstat.
+    pub nr_mm_switches: u64,
 }
 
 /// A measurement mark (`Op::Mark`): first and last time it was reached, and how often.
