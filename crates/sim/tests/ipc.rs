@@ -668,12 +668,13 @@ fn a_kernel_thread_between_two_runs_of_one_process_leaves_its_mm_loaded() {
             comm,
             vec![
                 Op::Run { ns: 50_000 },
-                Op::Sleep { ns: 200_000 },
-                Op::Loop { target: 0, slot: 0, count: 200 },
+                Op::Sleep { ns: 5_000_000 },
+                Op::Loop { target: 0, slot: 0, count: 50 },
                 Op::Exit,
             ],
         )
     };
+    // Its timer is a timer-wheel timer: it runs at every jiffy, between the sleepers' runs.
     let kworker = TaskSpec {
         kthread: true,
         ..task(
@@ -687,13 +688,13 @@ fn a_kernel_thread_between_two_runs_of_one_process_leaves_its_mm_loaded() {
     };
     let r = run(1, vec![sleeper("a", 1), kworker.clone()], vec![]);
     assert_eq!(r.stop, StopReason::AllExited);
-    assert!(r.tasks[1].stats.nr_switches >= 200, "the kernel thread ran {} times", r.tasks[1].stats.nr_switches);
-    assert!(r.tasks[0].stats.nr_switches >= 200);
+    assert!(r.tasks[1].stats.nr_switches >= 40, "the kernel thread ran {} times", r.tasks[1].stats.nr_switches);
+    assert!(r.tasks[0].stats.nr_switches >= 50);
     assert_eq!(r.counters.nr_mm_switches, 1);
     // Two processes, each sleeping while the other runs: the kernel thread between them does
     // not hide the change of mm.
     let b = TaskSpec { start_ns: 125_000, ..sleeper("b", 2) };
     let r = run(1, vec![sleeper("a", 1), b, kworker], vec![]);
     assert_eq!(r.stop, StopReason::AllExited);
-    assert!(r.counters.nr_mm_switches >= 200, "{} mm switches", r.counters.nr_mm_switches);
+    assert!(r.counters.nr_mm_switches >= 50, "{} mm switches", r.counters.nr_mm_switches);
 }
