@@ -199,8 +199,8 @@ impl Costs {
     /// Every cost parameter by name, with what it charges; `--cost` and `[costs]` use these keys.
     pub const KEYS: &'static [(&'static str, &'static str)] = &[
         ("syscall_ns", "system call entry + exit"),
-        ("context_switch_ns", "context switch between threads of one process (same mm)"),
-        ("context_switch_mm_ns", "context switch between processes (different mm)"),
+        ("context_switch_ns", "context switch into a task whose mm the CPU has loaded (same process, kernel thread)"),
+        ("context_switch_mm_ns", "context switch that loads another mm (x86 switch_mm_irqs_off, CR3)"),
         ("wakeup_local_ns", "ttwu on the waker's side, direct enqueue (same LLC)"),
         ("wakeup_remote_ipi_ns", "ttwu on the waker's side through the wake list + IPI"),
         ("wakeup_select_ns", "extra on the waker's side for select_task_rq_fair (wakee allowed on more than one CPU)"),
@@ -1796,8 +1796,6 @@ fn preset_vm_2cpu() -> Topology {
         // An ICR write traps to the hypervisor unless IPI virtualisation is available, and a
         // halted vCPU is woken by the host scheduler [estimate].
         wakeup_remote_ipi_ns: 1_500,
-        wakeup_select_ns: 0,
-        wakeup_remote_enqueue_ns: 0,
         ipi_receive_ns: 2_000,
         // The APIC timer's expiry and the TSC-deadline write that re-arms it both exit to
         // the hypervisor, on top of the handler's own work [estimate].
@@ -1828,8 +1826,6 @@ fn preset_desktop_8c16t() -> Topology {
         context_switch_mm_ns: 1_000,
         wakeup_local_ns: 300,
         wakeup_remote_ipi_ns: 500,
-        wakeup_select_ns: 0,
-        wakeup_remote_enqueue_ns: 0,
         ipi_receive_ns: 700,
         timer_irq_ns: 700,
         wakeup_polling_idle_ns: 300,

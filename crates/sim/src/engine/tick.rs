@@ -177,9 +177,6 @@ impl Sim {
     /// CPU's current task as the waker); with every CPU idle they stay (the last CPU to go
     /// idle keeps the first global expiry) and wake `cpu`.
     fn migrate_global_timers(&mut self, cpu: u32) {
-        let Some(active) = (0..self.rqs.len() as u32).find(|&c| c != cpu && self.rqs[c as usize].curr.is_some()) else {
-            return;
-        };
         let now = self.now;
         let due: Vec<(u64, u64)> = self.rqs[cpu as usize]
             .timers
@@ -191,6 +188,14 @@ impl Sim {
             })
             .map(|(&key, _)| key)
             .collect();
+        // Looked for only when there is a global timer to hand over: this runs at every timer
+        // interrupt of an idle CPU, and the scan is over every CPU.
+        if due.is_empty() {
+            return;
+        }
+        let Some(active) = (0..self.rqs.len() as u32).find(|&c| c != cpu && self.rqs[c as usize].curr.is_some()) else {
+            return;
+        };
         for key in due {
             if let Some(timer) = self.rqs[cpu as usize].timers.remove(&key) {
                 self.rqs[active as usize].timers.insert(key, timer);
