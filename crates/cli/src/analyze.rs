@@ -4,7 +4,7 @@
 
 use std::io::Write;
 
-use schedtrace::{Analysis, Filter};
+use schedtrace::{Analysis, Filter, PreemptCause};
 use serde_json::{Value, json};
 
 use crate::args::AnalyzeArgs;
@@ -58,6 +58,8 @@ fn json_report(a: &AnalyzeArgs, an: &Analysis) -> Value {
         .iter()
         .map(|(k, c)| (k.clone(), json!({ "count": c.count, "preempt": c.preempt })))
         .collect();
+    let preempted_by: serde_json::Map<String, Value> =
+        PreemptCause::ALL.iter().zip(an.preempted_by).map(|(c, n)| (c.name().to_string(), json!(n))).collect();
     let placement: serde_json::Map<String, Value> =
         an.placement_reasons.iter().map(|(k, c)| (k.clone(), json!(c.count))).collect();
     json!({
@@ -88,6 +90,7 @@ fn json_report(a: &AnalyzeArgs, an: &Analysis) -> Value {
         "wakeup_latency_ns": { "p50": lat.p50, "p90": lat.p90, "p99": lat.p99, "max": lat.max },
         "wakee_on_waker_cpu": an.wakee_on_waker_cpu(),
         "wakeup_preempt_reasons": preempt,
+        "preempted_by": preempted_by,
         "placement_reasons": placement,
         "tasks": tasks,
     })
@@ -150,6 +153,15 @@ fn write_text(out: &mut impl Write, a: &AnalyzeArgs, an: &Analysis) -> anyhow::R
         p.p99 as f64 / 1e3,
         p.max as f64 / 1e3
     )?;
+    if an.nr_involuntary_switches > 0 {
+        let r: Vec<String> = PreemptCause::ALL
+            .iter()
+            .zip(an.preempted_by)
+            .filter(|&(_, n)| n > 0)
+            .map(|(c, n)| format!("{} {n} ({:.1}%)", c.name(), n as f64 * 100.0 / an.nr_involuntary_switches as f64))
+            .collect();
+        writeln!(out, "involuntary switch-outs by what asked for them: {}", r.join(", "))?;
+    }
     if !an.wakeup_preempt_reasons.is_empty() {
         let r: Vec<String> =
             an.wakeup_preempt_reasons.iter().map(|(k, c)| format!("{k} {}/{}", c.preempt, c.count)).collect();

@@ -93,6 +93,11 @@ pub enum TraceEvent<'a> {
         sync: bool,
         reason: SelectReason,
     },
+    /// A timer interrupt on a busy `cpu` (`hrtimer_expire_entry`): `function` is `hrtick`
+    /// (the slice-end timer) or `tick_nohz_handler` (the tick), as 6.12-7.3 name them.
+    TimerExpire {
+        function: &'static str,
+    },
 }
 
 /// Receives the trace stream of a simulation.

@@ -119,6 +119,8 @@ pub struct Analysis {
     pub wakeup_preempt_reasons: BTreeMap<String, ReasonCount>,
     /// `schedlab_placement` reasons, by name.
     pub placement_reasons: BTreeMap<String, ReasonCount>,
+    /// Involuntary switch-outs of matching tasks by cause, indexed as `PreemptCause::ALL`.
+    pub preempted_by: [u64; 5],
 }
 
 #[derive(Default)]
@@ -136,6 +138,77 @@ struct CpuState {
     curr: Option<(u32, u64)>,
     idle_ns: u64,
     seen: bool,
+    /// What the current run has seen that can end it runnable.
+    marks: RunMarks,
+}
+
+/// The reschedule sources a run has seen; `first` is the earlier of its own preempting wakeup
+/// and the hrtick (both always ask for a switch; a tick or an IPI may not).
+#[derive(Clone, Copy, Default)]
+struct RunMarks {
+    first: Option<PreemptCause>,
+    hrtick: bool,
+    tick: bool,
+    ipi: bool,
+}
+
+impl RunMarks {
+    fn mark(&mut self, cause: PreemptCause) {
+        if matches!(cause, PreemptCause::Wakeup | PreemptCause::Hrtick) {
+            self.first.get_or_insert(cause);
+        }
+        match cause {
+            PreemptCause::Hrtick => self.hrtick = true,
+            PreemptCause::Tick => self.tick = true,
+            PreemptCause::Ipi => self.ipi = true,
+            PreemptCause::Wakeup | PreemptCause::Untraced => {}
+        }
+    }
+
+    /// What ended a run switched out runnable: a reschedule the running task's own wakeup
+    /// set, if it came before any slice-end timer; else the hrtick (the slice ran out), the
+    /// tick, a reschedule IPI from another CPU (a remote wakeup or balancing), in that order.
+    fn cause(&self) -> PreemptCause {
+        match self.first {
+            Some(PreemptCause::Wakeup) => PreemptCause::Wakeup,
+            _ if self.hrtick => PreemptCause::Hrtick,
+            _ if self.tick => PreemptCause::Tick,
+            _ if self.ipi => PreemptCause::Ipi,
+            _ => PreemptCause::Untraced,
+        }
+    }
+}
+
+/// Why a task was switched out runnable (`prev_state` R), as far as the trace shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PreemptCause {
+    /// A wakeup the task issued set need-resched (`wakeup_preempt`): in a real trace, a
+    /// `sched_wakeup` on the task's CPU from the task with the need-resched flag; in a
+    /// simulated one, a `schedlab_wakeup_preempt` with `preempt=1`.
+    Wakeup,
+    /// `hrtimer_expire_entry function=hrtick` during the run.
+    Hrtick,
+    /// The tick's timer expired during the run.
+    Tick,
+    /// `reschedule_entry` during the run.
+    Ipi,
+    /// None of the above is in the trace (the events were not recorded, or another path).
+    Untraced,
+}
+
+impl PreemptCause {
+    pub const ALL: [PreemptCause; 5] =
+        [PreemptCause::Wakeup, PreemptCause::Hrtick, PreemptCause::Tick, PreemptCause::Ipi, PreemptCause::Untraced];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PreemptCause::Wakeup => "wakeup",
+            PreemptCause::Hrtick => "hrtick",
+            PreemptCause::Tick => "tick",
+            PreemptCause::Ipi => "resched_ipi",
+            PreemptCause::Untraced => "untraced",
+        }
+    }
 }
 
 /// Feeds records one at a time; memory is bounded by tasks and CPUs.
@@ -163,6 +236,7 @@ pub struct Analyzer {
     wakeup_latency: LatencyHistogram,
     wakeup_preempt_reasons: BTreeMap<String, ReasonCount>,
     placement_reasons: BTreeMap<String, ReasonCount>,
+    preempted_by: [u64; 5],
 }
 
 /// Two "other" migrations between the same CPUs this close belong to one balancing pass:
@@ -195,6 +269,16 @@ impl Analyzer {
             wakeup_latency: LatencyHistogram::default(),
             wakeup_preempt_reasons: BTreeMap::new(),
             placement_reasons: BTreeMap::new(),
+            preempted_by: [0; 5],
+        }
+    }
+
+    /// Marks a reschedule source on `cpu`'s current run; `from` is the task the record ran
+    /// in, which must be the CPU's current one for a wakeup to count as its own.
+    fn mark(&mut self, cpu: u32, from: u32, cause: PreemptCause) {
+        let c = self.cpu(cpu);
+        if cause != PreemptCause::Wakeup || c.curr.is_none_or(|(pid, _)| pid == from) {
+            c.marks.mark(cause);
         }
     }
 
@@ -260,12 +344,16 @@ impl Analyzer {
                         self.nr_switches += 1;
                         if involuntary {
                             self.nr_involuntary_switches += 1;
+                            let cause = self.cpu(r.cpu).marks.cause();
+                            self.preempted_by[cause as usize] += 1;
                         } else {
                             self.nr_voluntary_switches += 1;
                         }
                     }
                 }
-                self.cpu(r.cpu).curr = Some((next.pid, ts));
+                let c = self.cpu(r.cpu);
+                c.curr = Some((next.pid, ts));
+                c.marks = RunMarks::default();
                 if next.pid != 0 {
                     let counted = self.filter.matches(next.pid, &next.comm);
                     let t = self.task(next.pid, &next.comm);
@@ -296,6 +384,11 @@ impl Analyzer {
                 }
             }
             Event::Wakeup { task, target_cpu } => {
+                // The wakee queued here with need-resched now set: this wakeup's
+                // `wakeup_preempt` asked for the switch (unless an earlier mark did).
+                if r.need_resched && *target_cpu == r.cpu {
+                    self.mark(r.cpu, r.pid, PreemptCause::Wakeup);
+                }
                 let counted = self.filter.matches(task.pid, &task.comm);
                 let t = self.task(task.pid, &task.comm);
                 if t.runnable_since.is_none() {
@@ -337,7 +430,10 @@ impl Analyzer {
                 self.task(child.pid, &child.comm);
             }
             Event::Exit { .. } => {}
-            Event::WakeupPreempt { wakee, preempt, reason, .. } => {
+            Event::WakeupPreempt { curr, wakee, preempt, reason, .. } => {
+                if *preempt {
+                    self.mark(r.cpu, curr.pid, PreemptCause::Wakeup);
+                }
                 if self.filter.matches(wakee.pid, &wakee.comm) {
                     let c = self.wakeup_preempt_reasons.entry(reason.clone()).or_default();
                     c.count += 1;
@@ -349,6 +445,17 @@ impl Analyzer {
                     self.placement_reasons.entry(reason.clone()).or_default().count += 1;
                 }
             }
+            Event::TimerExpire { function } => {
+                let cause = match function.as_str() {
+                    "hrtick" => Some(PreemptCause::Hrtick),
+                    f if f.starts_with("tick_") => Some(PreemptCause::Tick),
+                    _ => None,
+                };
+                if let Some(cause) = cause {
+                    self.mark(r.cpu, r.pid, cause);
+                }
+            }
+            Event::ReschedIpi => self.mark(r.cpu, r.pid, PreemptCause::Ipi),
         }
     }
 
@@ -406,6 +513,7 @@ impl Analyzer {
             tasks,
             wakeup_preempt_reasons: self.wakeup_preempt_reasons,
             placement_reasons: self.placement_reasons,
+            preempted_by: self.preempted_by,
         }
     }
 }
@@ -495,6 +603,34 @@ mod tests {
   hb-10 [000] dNs1.  1.064000: sched_migrate_task: comm=hb pid=13 prio=120 orig_cpu=1 dest_cpu=0
   hb-12 [001] dNs1.  1.124000: sched_migrate_task: comm=hb pid=14 prio=120 orig_cpu=0 dest_cpu=1
 ";
+
+    /// Four runs switched out runnable: by the runner's own wakeup (the need-resched flag on
+    /// its `sched_wakeup`, even after a tick that did not reschedule), by the hrtick, by a
+    /// reschedule IPI, and by a simulated `schedlab_wakeup_preempt`.
+    #[test]
+    fn involuntary_switch_outs_by_cause() {
+        let trace = "\
+  hb-20 [000] d.h1.  2.000000: hrtimer_expire_entry: hrtimer=(____ptrval____) function=tick_nohz_handler now=1
+  hb-20 [000] d..3.  2.000010: sched_waking: comm=hb pid=21 prio=120 target_cpu=000
+  hb-20 [000] dl.4.  2.000020: sched_wakeup: comm=hb pid=21 prio=120 target_cpu=000
+  hb-20 [000] d..2.  2.000030: sched_switch: prev_comm=hb prev_pid=20 prev_prio=120 prev_state=R ==> next_comm=hb next_pid=21 next_prio=120
+  hb-21 [000] dNh1.  2.000040: hrtimer_expire_entry: hrtimer=(____ptrval____) function=hrtick now=2
+  hb-21 [000] dN.2.  2.000050: sched_switch: prev_comm=hb prev_pid=21 prev_prio=120 prev_state=R ==> next_comm=hb next_pid=22 next_prio=120
+  hb-22 [000] d.h1.  2.000060: reschedule_entry: vector=253
+  hb-22 [000] dN.2.  2.000070: sched_switch: prev_comm=hb prev_pid=22 prev_prio=120 prev_state=R ==> next_comm=hb next_pid=20 next_prio=120
+  hb-20 [000] d..4.  2.000080: schedlab_wakeup_preempt: curr_comm=hb curr_pid=20 wakee_comm=hb wakee_pid=23 preempt=1 reason=pick_is_wakee curr_vruntime=0 curr_deadline=0 curr_lag=0 curr_eligible=1 curr_slice=0 curr_vprot=0 curr_delayed=0 curr_buddy=0 wakee_vruntime=0 wakee_deadline=0 wakee_lag=0 wakee_eligible=1 wakee_slice=0 wakee_vprot=0 wakee_delayed=0 wakee_buddy=0
+  hb-20 [000] d..2.  2.000090: sched_switch: prev_comm=hb prev_pid=20 prev_prio=120 prev_state=R ==> next_comm=hb next_pid=23 next_prio=120
+  hb-23 [000] d..2.  2.000100: sched_switch: prev_comm=hb prev_pid=23 prev_prio=120 prev_state=R ==> next_comm=hb next_pid=20 next_prio=120
+";
+        let a = analyze(trace.as_bytes(), Filter::default()).expect("parses");
+        assert_eq!(a.nr_involuntary_switches, 5);
+        let by = |c: PreemptCause| a.preempted_by[c as usize];
+        assert_eq!(by(PreemptCause::Wakeup), 2);
+        assert_eq!(by(PreemptCause::Hrtick), 1);
+        assert_eq!(by(PreemptCause::Ipi), 1);
+        assert_eq!(by(PreemptCause::Untraced), 1);
+        assert_eq!(by(PreemptCause::Tick), 0);
+    }
 
     #[test]
     fn migrations_split_into_wakeup_ones_and_balancing_passes() {

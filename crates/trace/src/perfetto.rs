@@ -350,6 +350,9 @@ impl<W: Write> PerfettoWriter<W> {
                     self.instant(ts_ns, uuid, || format!("cpu{cpu} select_task_rq"), name, args)?;
                 }
             }
+            // The CPU tracks show what the switches did; timer interrupts are for `analyze`'s
+            // reading of the text form.
+            TraceEvent::TimerExpire { .. } => {}
         }
         self.cur.after(cpu, ev);
         Ok(())

@@ -93,6 +93,14 @@ pub enum Event {
         sync: bool,
         reason: String,
     },
+    /// `hrtimer_expire_entry`: a high-resolution timer's callback starts on the record's CPU
+    /// (`function=hrtick` is the slice-end timer, `tick_nohz_handler` / `tick_sched_timer` the
+    /// tick).
+    TimerExpire {
+        function: String,
+    },
+    /// `reschedule_entry`: the reschedule IPI arrives on the record's CPU.
+    ReschedIpi,
 }
 
 impl Event {
@@ -108,6 +116,8 @@ impl Event {
             Event::Exit { .. } => "sched_process_exit",
             Event::WakeupPreempt { .. } => "schedlab_wakeup_preempt",
             Event::Placement { .. } => "schedlab_placement",
+            Event::TimerExpire { .. } => "hrtimer_expire_entry",
+            Event::ReschedIpi => "reschedule_entry",
         }
     }
 }
@@ -122,6 +132,10 @@ pub struct Record {
     /// The task current on `cpu` (the line's `comm-pid` prefix; `<idle>` is pid 0).
     pub comm: String,
     pub pid: u32,
+    /// The latency flags' need-resched column is set (`N`, `n`, `p`, `L`, `l`, `B`, `b`: any
+    /// of TIF_NEED_RESCHED, TIF_NEED_RESCHED_LAZY, PREEMPT_NEED_RESCHED; `.` is none); false
+    /// when the line has no flags.
+    pub need_resched: bool,
     pub event: Event,
 }
 
@@ -228,12 +242,13 @@ impl<R: BufRead> Iterator for FtraceTextReader<R> {
                 continue;
             }
             let parsed = parse_line(text).map(|parsed| {
-                parsed.map(|(ts_ns, cpu, comm, pid, event)| Record {
+                parsed.map(|(ts_ns, cpu, comm, pid, need_resched, event)| Record {
                     line,
                     ts_ns,
                     cpu,
                     comm: comm.to_string(),
                     pid,
+                    need_resched,
                     event,
                 })
             });
@@ -343,7 +358,7 @@ fn excerpt(s: &str) -> String {
     e
 }
 
-type Parsed<'a> = (u64, u32, &'a str, u32, Event);
+type Parsed<'a> = (u64, u32, &'a str, u32, bool, Event);
 
 /// Splits an event line into its prefix fields and decodes the event; `Ok(None)` for lines
 /// and events that are skipped.
@@ -376,6 +391,7 @@ fn parse_line(line: &str) -> Result<Option<Parsed<'_>>, String> {
     // Optional latency flags, then `secs.frac:`.
     let mut rest = rest.trim_start();
     let mut ts = None;
+    let mut need_resched = false;
     for _ in 0..2 {
         let (tok, after) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
         if let Some(t) = tok.strip_suffix(':')
@@ -385,6 +401,8 @@ fn parse_line(line: &str) -> Result<Option<Parsed<'_>>, String> {
             rest = after.trim_start();
             break;
         }
+        // The latency flags (`d..2.`): irqs-off, need-resched, hardirq/softirq, ...
+        need_resched = tok.len() >= 4 && tok.as_bytes()[1] != b'.';
         rest = after.trim_start();
     }
     let Some(ts_ns) = ts else { return Err(format!("no timestamp in `{}`", excerpt(line))) };
@@ -409,10 +427,14 @@ fn parse_line(line: &str) -> Result<Option<Parsed<'_>>, String> {
         "sched_process_exit" => exit(args),
         "schedlab_wakeup_preempt" => wakeup_preempt(args),
         "schedlab_placement" => placement(args),
+        "hrtimer_expire_entry" => {
+            Fields::new(args).str("function").map(|f| Event::TimerExpire { function: f.to_string() })
+        }
+        "reschedule_entry" => Ok(Event::ReschedIpi),
         _ => return Ok(None),
     };
     let event = event.map_err(|e| format!("{name}: {e}"))?;
-    Ok(Some((ts_ns, cpu, comm, pid, event)))
+    Ok(Some((ts_ns, cpu, comm, pid, need_resched, event)))
 }
 
 /// `secs.frac` (any number of decimals, kept to the nanosecond) or a bare integer (raw

@@ -130,6 +130,7 @@ impl<W: Write> FtraceTextWriter<W> {
             TraceEvent::Exit { .. } => ("sched_process_exit", "....."),
             TraceEvent::WakeupPreempt { .. } => ("schedlab_wakeup_preempt", "d..4."),
             TraceEvent::Placement { .. } => ("schedlab_placement", "d..3."),
+            TraceEvent::TimerExpire { .. } => ("hrtimer_expire_entry", "d.h1."),
         };
         let decision = matches!(ev, TraceEvent::WakeupPreempt { .. } | TraceEvent::Placement { .. });
         if decision && !self.opts.decisions {
@@ -157,7 +158,7 @@ impl<W: Write> FtraceTextWriter<W> {
         }
         line.push_str(name);
         line.push_str(": ");
-        let _ = write_fields(line, ev);
+        let _ = write_fields(line, ts_ns, ev);
         line.push('\n');
         self.out.write_all(line.as_bytes())?;
         self.cur.after(cpu, ev);
@@ -223,7 +224,7 @@ fn eevdf_fields(out: &mut String, who: &str, s: &EevdfState) -> fmt::Result {
 }
 
 /// The `TP_printk` output of each event (and schedlab's two decision formats).
-fn write_fields(out: &mut String, ev: &TraceEvent<'_>) -> fmt::Result {
+fn write_fields(out: &mut String, ts_ns: u64, ev: &TraceEvent<'_>) -> fmt::Result {
     match ev {
         TraceEvent::Switch { prev, prev_state, next } => write!(
             out,
@@ -277,6 +278,11 @@ fn write_fields(out: &mut String, ev: &TraceEvent<'_>) -> fmt::Result {
                 b(*sync),
                 select_reason_name(*reason)
             )
+        }
+        // The kernel prints the timer's address (hashed) and its clock's `now`; the model has
+        // neither, so the address is the unhashed placeholder and `now` the event's time.
+        TraceEvent::TimerExpire { function } => {
+            write!(out, "hrtimer=(____ptrval____) function={function} now={ts_ns}")
         }
     }
 }

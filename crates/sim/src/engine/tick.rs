@@ -41,6 +41,7 @@ impl Sim {
         let next = self.now + self.params.tick_nsec;
         self.rqs[cpu as usize].tick_next = next;
         self.queue.push(Nanos(next), Ev::Tick { cpu });
+        self.trace_timer_expire(cpu, "tick_nohz_handler");
         self.timer_irq_time(cpu);
         // Lazy mode: a pending lazy request becomes a full one at the tick.
         let rq = &mut self.rqs[cpu as usize];
@@ -157,6 +158,7 @@ impl Sim {
     pub(super) fn hrtick(&mut self, cpu: u32) {
         self.rqs[cpu as usize].hrtick_at = None;
         if self.rqs[cpu as usize].curr.is_some() {
+            self.trace_timer_expire(cpu, "hrtick");
             self.timer_irq_time(cpu);
             self.fair(cpu).hrtick_tick();
             self.resched_request(cpu, Resched::Full, Origin::Irq, Cause::Tick);

@@ -44,6 +44,12 @@ impl Sim {
         sink.event(self.now, cpu, &ev);
     }
 
+    /// `hrtimer_expire_entry` on a busy `cpu`: the tick or the hrtick.
+    pub(super) fn trace_timer_expire(&mut self, cpu: u32, function: &'static str) {
+        let Some(sink) = self.trace.as_mut() else { return };
+        sink.event(self.now, cpu, &TraceEvent::TimerExpire { function });
+    }
+
     pub(super) fn trace_migrate(&mut self, cpu: u32, p: TaskId, orig_cpu: u32, dest_cpu: u32) {
         let Some(sink) = self.trace.as_mut() else { return };
         sink.event(self.now, cpu, &TraceEvent::Migrate { task: tref(&self.tasks, p), orig_cpu, dest_cpu });
