@@ -120,7 +120,7 @@ pub struct Analysis {
     /// `schedlab_placement` reasons, by name.
     pub placement_reasons: BTreeMap<String, ReasonCount>,
     /// Involuntary switch-outs of matching tasks by cause, indexed as `PreemptCause::ALL`.
-    pub preempted_by: [u64; 5],
+    pub preempted_by: [u64; PreemptCause::ALL.len()],
 }
 
 #[derive(Default)]
@@ -142,11 +142,11 @@ struct CpuState {
     marks: RunMarks,
 }
 
-/// The reschedule sources a run has seen; `first` is the earlier of its own preempting wakeup
-/// and the hrtick (both always ask for a switch; a tick or an IPI may not).
+/// The reschedule sources a run has seen. `wakeup` is the run's own preempting wakeup before
+/// any hrtick expiry (both always ask for a switch; a tick or an IPI may not).
 #[derive(Clone, Copy, Default)]
 struct RunMarks {
-    first: Option<PreemptCause>,
+    wakeup: bool,
     hrtick: bool,
     tick: bool,
     ipi: bool,
@@ -154,33 +154,35 @@ struct RunMarks {
 
 impl RunMarks {
     fn mark(&mut self, cause: PreemptCause) {
-        if matches!(cause, PreemptCause::Wakeup | PreemptCause::Hrtick) {
-            self.first.get_or_insert(cause);
-        }
         match cause {
+            PreemptCause::Wakeup => self.wakeup |= !self.hrtick,
             PreemptCause::Hrtick => self.hrtick = true,
             PreemptCause::Tick => self.tick = true,
             PreemptCause::Ipi => self.ipi = true,
-            PreemptCause::Wakeup | PreemptCause::Untraced => {}
+            PreemptCause::Untraced => {}
         }
     }
 
-    /// What ended a run switched out runnable: a reschedule the running task's own wakeup
-    /// set, if it came before any slice-end timer; else the hrtick (the slice ran out), the
-    /// tick, a reschedule IPI from another CPU (a remote wakeup or balancing), in that order.
+    /// What ended a run switched out runnable: the running task's own wakeup, if it came
+    /// before any slice-end timer; else the hrtick (the slice ran out), the tick, a reschedule
+    /// IPI from another CPU (a remote wakeup or balancing), in that order.
     fn cause(&self) -> PreemptCause {
-        match self.first {
-            Some(PreemptCause::Wakeup) => PreemptCause::Wakeup,
-            _ if self.hrtick => PreemptCause::Hrtick,
-            _ if self.tick => PreemptCause::Tick,
-            _ if self.ipi => PreemptCause::Ipi,
-            _ => PreemptCause::Untraced,
+        if self.wakeup {
+            PreemptCause::Wakeup
+        } else if self.hrtick {
+            PreemptCause::Hrtick
+        } else if self.tick {
+            PreemptCause::Tick
+        } else if self.ipi {
+            PreemptCause::Ipi
+        } else {
+            PreemptCause::Untraced
         }
     }
 }
 
 /// Why a task was switched out runnable (`prev_state` R), as far as the trace shows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PreemptCause {
     /// A wakeup the task issued set need-resched (`wakeup_preempt`): in a real trace, a
     /// `sched_wakeup` on the task's CPU from the task with the need-resched flag; in a
@@ -236,7 +238,7 @@ pub struct Analyzer {
     wakeup_latency: LatencyHistogram,
     wakeup_preempt_reasons: BTreeMap<String, ReasonCount>,
     placement_reasons: BTreeMap<String, ReasonCount>,
-    preempted_by: [u64; 5],
+    preempted_by: [u64; PreemptCause::ALL.len()],
 }
 
 /// Two "other" migrations between the same CPUs this close belong to one balancing pass:
@@ -269,7 +271,7 @@ impl Analyzer {
             wakeup_latency: LatencyHistogram::default(),
             wakeup_preempt_reasons: BTreeMap::new(),
             placement_reasons: BTreeMap::new(),
-            preempted_by: [0; 5],
+            preempted_by: [0; PreemptCause::ALL.len()],
         }
     }
 
@@ -604,9 +606,9 @@ mod tests {
   hb-12 [001] dNs1.  1.124000: sched_migrate_task: comm=hb pid=14 prio=120 orig_cpu=0 dest_cpu=1
 ";
 
-    /// Four runs switched out runnable: by the runner's own wakeup (the need-resched flag on
+    /// Five runs switched out runnable: by the runner's own wakeup (the need-resched flag on
     /// its `sched_wakeup`, even after a tick that did not reschedule), by the hrtick, by a
-    /// reschedule IPI, and by a simulated `schedlab_wakeup_preempt`.
+    /// reschedule IPI, by a simulated `schedlab_wakeup_preempt`, and by nothing traced.
     #[test]
     fn involuntary_switch_outs_by_cause() {
         let trace = "\
