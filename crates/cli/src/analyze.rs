@@ -4,7 +4,7 @@
 
 use std::io::Write;
 
-use schedtrace::{Analysis, Filter, PreemptCause};
+use schedtrace::{Analysis, Filter, LagHistogram, PreemptCause};
 use serde_json::{Value, json};
 
 use crate::args::AnalyzeArgs;
@@ -91,8 +91,49 @@ fn json_report(a: &AnalyzeArgs, an: &Analysis) -> Value {
         "wakee_on_waker_cpu": an.wakee_on_waker_cpu(),
         "wakeup_preempt_reasons": preempt,
         "preempted_by": preempted_by,
+        "lag_ns": {
+            "at_wakeup": lag_json(&an.wakeup_lag),
+            "at_sleep": lag_json(&an.sleep_lag),
+            "sleeps_delayed": an.nr_sleeps_delayed,
+        },
         "placement_reasons": placement,
         "tasks": tasks,
+    })
+}
+
+/// `at N wakeups p10 .. p50 .. p90 .. (positive ..%, zero ..%); left at N sleeps ...`.
+fn lag_line(an: &Analysis) -> String {
+    let dist = |h: &LagHistogram| {
+        let us = |q: f64| h.quantile(q) as f64 / 1e3;
+        let (_, zero, pos) = h.shares();
+        format!(
+            "p10 {:.0} p50 {:.0} p90 {:.0} (positive {:.0}%, zero {:.0}%)",
+            us(0.1),
+            us(0.5),
+            us(0.9),
+            pos * 100.0,
+            zero * 100.0
+        )
+    };
+    let mut parts = Vec::new();
+    if !an.wakeup_lag.is_empty() {
+        parts.push(format!("at {} wakeups {}", an.wakeup_lag.len(), dist(&an.wakeup_lag)));
+    }
+    if !an.sleep_lag.is_empty() {
+        parts.push(format!("left at {} sleeps {}", an.sleep_lag.len(), dist(&an.sleep_lag)));
+    }
+    if an.nr_sleeps_delayed > 0 {
+        parts.push(format!("{} sleeps stayed queued as delayed", an.nr_sleeps_delayed));
+    }
+    parts.join("; ")
+}
+
+fn lag_json(h: &LagHistogram) -> Value {
+    let (neg, zero, pos) = h.shares();
+    json!({
+        "count": h.len(),
+        "p10": h.quantile(0.1), "p50": h.quantile(0.5), "p90": h.quantile(0.9),
+        "negative": neg, "zero": zero, "positive": pos,
     })
 }
 
@@ -161,6 +202,9 @@ fn write_text(out: &mut impl Write, a: &AnalyzeArgs, an: &Analysis) -> anyhow::R
             .map(|(c, n)| format!("{} {n} ({:.1}%)", c.name(), n as f64 * 100.0 / an.nr_involuntary_switches as f64))
             .collect();
         writeln!(out, "involuntary switch-outs by what asked for them: {}", r.join(", "))?;
+    }
+    if !an.wakeup_lag.is_empty() || !an.sleep_lag.is_empty() || an.nr_sleeps_delayed > 0 {
+        writeln!(out, "lag carried (se->vlag, virtual us): {}", lag_line(an))?;
     }
     if !an.wakeup_preempt_reasons.is_empty() {
         let r: Vec<String> =

@@ -115,6 +115,11 @@ fn compare_validate_and_a_user_image_on_a_real_kernel() {
         let (traced, counted) =
             (an["counters"]["nr_wakeups"].as_f64().unwrap(), arm["counters"]["nr_wakeups"].as_f64().unwrap());
         assert!((traced - counted).abs() <= 0.05 * counted + 2.0 + replies, "{spec}: traced {traced}, /proc {counted}");
+        // The guest's lag probes (BTF tracepoint probes on `se->vlag`): a record at every traced
+        // wakeup of the workload's tasks, and at their sleeps.
+        let lag = &an["lag_ns"];
+        assert_eq!(lag["at_wakeup"]["count"].as_f64().unwrap(), traced, "{spec}: {lag}");
+        assert!(lag["at_sleep"]["count"].as_u64().unwrap() + lag["sleeps_delayed"].as_u64().unwrap() > 0, "{lag}");
     }
 
     stored_runs_are_the_same_store_as_the_models(tmp.path(), out_dir, &args, &c);

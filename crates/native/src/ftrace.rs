@@ -24,6 +24,19 @@ use std::time::Duration;
 /// The scheduler events recorded.
 pub const EVENTS: &[&str] = &["sched_switch", "sched_waking", "sched_wakeup", "sched_wakeup_new", "sched_migrate_task"];
 
+/// Tracepoint probes (`dynamic_events` `t:` lines, which read fields through BTF:
+/// CONFIG_FPROBE_EVENTS and CONFIG_PROBE_EVENTS_BTF_ARGS, 6.10+) that record the lag an entity
+/// carries, `se->vlag`, at the points where the model writes the same records
+/// (`schedlab_wakeup_lag`, `schedlab_switch_lag`; `schedlab analyze` reads both). Each record
+/// follows its tracepoint's own event: at `sched_wakeup` the wakee is queued and placed from the
+/// lag it saved when it last left; at `sched_switch` a task that went to sleep has saved its lag
+/// (unless `sched_delayed`: it stayed queued, not eligible).
+pub const LAG_PROBES: &[&str] = &[
+    "t:schedlab/schedlab_wakeup_lag sched_wakeup pid=p->pid vlag=p->se.vlag",
+    "t:schedlab/schedlab_switch_lag sched_switch prev_pid=prev->pid prev_vlag=prev->se.vlag \
+     prev_delayed=prev->se.sched_delayed",
+];
+
 /// Finds (or mounts) tracefs and returns its root directory.
 pub fn tracefs_root() -> Result<PathBuf, String> {
     let mounts = std::fs::read_to_string("/proc/mounts").map_err(|e| format!("/proc/mounts: {e}"))?;

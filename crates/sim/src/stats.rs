@@ -39,6 +39,10 @@ impl LatencyHistogram {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+    /// The value at quantile `q` (0..=1); 0 when empty.
+    pub fn quantile(&self, q: f64) -> u64 {
+        if self.0.is_empty() { 0 } else { self.0.value_at_quantile(q) }
+    }
     pub fn percentiles(&self) -> Percentiles {
         if self.0.is_empty() {
             return Percentiles::default();

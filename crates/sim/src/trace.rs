@@ -98,6 +98,21 @@ pub enum TraceEvent<'a> {
     TimerExpire {
         function: &'static str,
     },
+    /// Right after `sched_wakeup`: the lag the woken task carries, its `se->vlag` (virtual ns),
+    /// as saved when it last left the runqueue and placed from at this enqueue. In a real guest
+    /// a BTF tracepoint probe on `sched_wakeup` reads the same field (`schedlab_wakeup_lag`).
+    WakeupLag {
+        pid: u32,
+        vlag: i64,
+    },
+    /// Right after `sched_switch`: the switched-out task's `se->vlag` and `se->sched_delayed`
+    /// (`schedlab_switch_lag`). For a task that went to sleep, the lag it left with (kept
+    /// queued as delayed when it was not eligible); for a preempted one, a stale value.
+    SwitchLag {
+        prev_pid: u32,
+        vlag: i64,
+        delayed: bool,
+    },
 }
 
 /// Receives the trace stream of a simulation.

@@ -22,6 +22,11 @@
 //!   trace's first record; after its last one, `next` runs to the trace's last record. A CPU
 //!   with no record at all is idle for the whole trace.
 //!
+//! - lag (`schedlab_wakeup_lag`, `schedlab_switch_lag`): the `se->vlag` a matching wakee
+//!   carries at its `sched_wakeup`, and the one a matching task leaves with when it goes to
+//!   sleep (a `sched_switch` with `prev_state` other than R), counted apart when the task stays
+//!   queued as delayed (`sched_delayed`: it was not eligible, and its lag is settled later);
+//!
 //! With a [`Filter`], run-wide counters count only events of matching tasks (the switched-out
 //! task, the wakee, the migrated task); idle time is per CPU and never filtered.
 
@@ -121,6 +126,62 @@ pub struct Analysis {
     pub placement_reasons: BTreeMap<String, ReasonCount>,
     /// Involuntary switch-outs of matching tasks by cause, indexed as `PreemptCause::ALL`.
     pub preempted_by: [u64; PreemptCause::ALL.len()],
+    /// `se->vlag` of matching wakees at `sched_wakeup` (virtual ns).
+    pub wakeup_lag: LagHistogram,
+    /// `se->vlag` of matching tasks that went to sleep and left the runqueue.
+    pub sleep_lag: LagHistogram,
+    /// Sleeps of matching tasks that stayed queued as delayed.
+    pub nr_sleeps_delayed: u64,
+}
+
+/// Signed lags (virtual ns) with bounded memory: magnitudes in two HDR histograms.
+#[derive(Clone, Debug, Default)]
+pub struct LagHistogram {
+    neg: LatencyHistogram,
+    zero: u64,
+    pos: LatencyHistogram,
+}
+
+impl LagHistogram {
+    pub fn record(&mut self, lag: i64) {
+        match lag.signum() {
+            -1 => self.neg.record(lag.unsigned_abs()),
+            0 => self.zero += 1,
+            _ => self.pos.record(lag as u64),
+        }
+    }
+
+    pub fn len(&self) -> u64 {
+        self.neg.len() + self.zero + self.pos.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Shares of negative, zero and positive lags.
+    pub fn shares(&self) -> (f64, f64, f64) {
+        let n = self.len().max(1) as f64;
+        (self.neg.len() as f64 / n, self.zero as f64 / n, self.pos.len() as f64 / n)
+    }
+
+    /// The lag at quantile `q` (0..=1) of all recorded ones; 0 when empty.
+    pub fn quantile(&self, q: f64) -> i64 {
+        let (neg, zero) = (self.neg.len() as f64, self.zero as f64);
+        let n = self.len();
+        if n == 0 {
+            return 0;
+        }
+        let rank = q.clamp(0.0, 1.0) * n as f64;
+        if rank < neg {
+            // The most negative lag comes first: the negative side's quantiles reversed.
+            -(self.neg.quantile(1.0 - rank / neg) as i64)
+        } else if rank < neg + zero || self.pos.is_empty() {
+            0
+        } else {
+            self.pos.quantile(((rank - neg - zero) / self.pos.len() as f64).min(1.0)) as i64
+        }
+    }
 }
 
 #[derive(Default)]
@@ -140,6 +201,9 @@ struct CpuState {
     seen: bool,
     /// What the current run has seen that can end it runnable.
     marks: RunMarks,
+    /// The last `sched_switch`'s prev, while its `schedlab_switch_lag` may follow: its pid,
+    /// and whether it is a matching task that went to sleep.
+    switched_out: Option<(u32, bool)>,
 }
 
 /// The reschedule sources a run has seen. `wakeup` is the run's own preempting wakeup before
@@ -239,6 +303,9 @@ pub struct Analyzer {
     wakeup_preempt_reasons: BTreeMap<String, ReasonCount>,
     placement_reasons: BTreeMap<String, ReasonCount>,
     preempted_by: [u64; PreemptCause::ALL.len()],
+    wakeup_lag: LagHistogram,
+    sleep_lag: LagHistogram,
+    nr_sleeps_delayed: u64,
 }
 
 /// Two "other" migrations between the same CPUs this close belong to one balancing pass:
@@ -272,6 +339,9 @@ impl Analyzer {
             wakeup_preempt_reasons: BTreeMap::new(),
             placement_reasons: BTreeMap::new(),
             preempted_by: [0; PreemptCause::ALL.len()],
+            wakeup_lag: LagHistogram::default(),
+            sleep_lag: LagHistogram::default(),
+            nr_sleeps_delayed: 0,
         }
     }
 
@@ -353,9 +423,12 @@ impl Analyzer {
                         }
                     }
                 }
+                let sleeping = prev.pid != 0 && !prev_state.starts_with(['R', 'X', 'Z']);
+                let slept = sleeping && self.filter.matches(prev.pid, &prev.comm);
                 let c = self.cpu(r.cpu);
                 c.curr = Some((next.pid, ts));
                 c.marks = RunMarks::default();
+                c.switched_out = Some((prev.pid, slept));
                 if next.pid != 0 {
                     let counted = self.filter.matches(next.pid, &next.comm);
                     let t = self.task(next.pid, &next.comm);
@@ -458,6 +531,23 @@ impl Analyzer {
                 }
             }
             Event::ReschedIpi => self.mark(r.cpu, r.pid, PreemptCause::Ipi),
+            Event::WakeupLag { pid, vlag } => {
+                if self.tasks.get(pid).is_some_and(|t| self.filter.matches(*pid, &t.a.comm)) {
+                    self.wakeup_lag.record(*vlag);
+                }
+            }
+            Event::SwitchLag { prev_pid, vlag, delayed } => {
+                if let Some((pid, slept)) = self.cpu(r.cpu).switched_out.take()
+                    && pid == *prev_pid
+                    && slept
+                {
+                    if *delayed {
+                        self.nr_sleeps_delayed += 1;
+                    } else {
+                        self.sleep_lag.record(*vlag);
+                    }
+                }
+            }
         }
     }
 
@@ -516,6 +606,9 @@ impl Analyzer {
             wakeup_preempt_reasons: self.wakeup_preempt_reasons,
             placement_reasons: self.placement_reasons,
             preempted_by: self.preempted_by,
+            wakeup_lag: self.wakeup_lag,
+            sleep_lag: self.sleep_lag,
+            nr_sleeps_delayed: self.nr_sleeps_delayed,
         }
     }
 }
@@ -632,6 +725,49 @@ mod tests {
         assert_eq!(by(PreemptCause::Ipi), 1);
         assert_eq!(by(PreemptCause::Untraced), 1);
         assert_eq!(by(PreemptCause::Tick), 0);
+    }
+
+    /// The lag records as a guest's tracepoint probes print them: a wakee's lag, a sleep that
+    /// left the runqueue, one that stayed queued as delayed, and a preemption and an exit whose
+    /// records are not sleeps.
+    #[test]
+    fn lag_at_wakeups_and_sleeps() {
+        let trace = "\
+  hb-20 [000] d..4.  3.000000: sched_wakeup: comm=hb pid=21 prio=120 target_cpu=000
+  hb-20 [000] d..5.  3.000001: schedlab_wakeup_lag: (__probestub_sched_wakeup+0x4/0x10) pid=21 vlag=341252
+  hb-20 [000] d..2.  3.000010: sched_switch: prev_comm=hb prev_pid=20 prev_prio=120 prev_state=S ==> next_comm=hb next_pid=21 next_prio=120
+  hb-20 [000] d..3.  3.000011: schedlab_switch_lag: (__probestub_sched_switch+0x4/0x10) prev_pid=20 prev_vlag=549373 prev_delayed=0
+  hb-21 [000] d..2.  3.000020: sched_switch: prev_comm=hb prev_pid=21 prev_prio=120 prev_state=S ==> next_comm=kw next_pid=30 next_prio=120
+  hb-21 [000] d..3.  3.000021: schedlab_switch_lag: (__probestub_sched_switch+0x4/0x10) prev_pid=21 prev_vlag=-427062 prev_delayed=1
+  kw-30 [000] d..2.  3.000030: sched_switch: prev_comm=kw prev_pid=30 prev_prio=120 prev_state=R ==> next_comm=hb next_pid=22 next_prio=120
+  kw-30 [000] d..3.  3.000031: schedlab_switch_lag: (__probestub_sched_switch+0x4/0x10) prev_pid=30 prev_vlag=-5 prev_delayed=0
+  hb-22 [000] d..2.  3.000040: sched_switch: prev_comm=hb prev_pid=22 prev_prio=120 prev_state=X ==> next_comm=swapper/0 next_pid=0 next_prio=120
+  hb-22 [000] d..3.  3.000041: schedlab_switch_lag: (__probestub_sched_switch+0x4/0x10) prev_pid=22 prev_vlag=7 prev_delayed=0
+";
+        let a = analyze(trace.as_bytes(), Filter { comm: Some("hb".into()), ..Default::default() }).expect("parses");
+        assert_eq!((a.wakeup_lag.len(), a.sleep_lag.len(), a.nr_sleeps_delayed), (1, 1, 1));
+        assert!(near(a.wakeup_lag.quantile(0.5), 341_252), "{:?}", a.wakeup_lag);
+        assert!(near(a.sleep_lag.quantile(0.5), 549_373), "{:?}", a.sleep_lag);
+    }
+
+    /// Within the HDR histogram's 3 significant digits.
+    fn near(got: i64, want: i64) -> bool {
+        got.abs_diff(want) <= want.unsigned_abs() / 500 + 1
+    }
+
+    #[test]
+    fn signed_lag_quantiles() {
+        let mut h = LagHistogram::default();
+        for v in [-3000, -1000, 0, 0, 2000, 5000, 9000, 20_000] {
+            h.record(v);
+        }
+        assert_eq!(h.len(), 8);
+        assert_eq!(h.shares(), (0.25, 0.25, 0.5));
+        // From the most negative lag up, through the zeros.
+        for (q, want) in [(0.0, -3000), (0.2, -1000), (0.4, 0), (0.55, 2000), (0.8, 9000), (1.0, 20_000)] {
+            assert!(near(h.quantile(q), want), "q {q}: {} vs {want}", h.quantile(q));
+        }
+        assert_eq!(LagHistogram::default().quantile(0.5), 0);
     }
 
     #[test]

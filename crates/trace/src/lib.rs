@@ -26,7 +26,7 @@ pub mod proto;
 mod read;
 mod text;
 
-pub use analysis::{Analysis, Analyzer, Filter, PreemptCause, ReasonCount, TaskAnalysis, analyze};
+pub use analysis::{Analysis, Analyzer, Filter, LagHistogram, PreemptCause, ReasonCount, TaskAnalysis, analyze};
 pub use file::{SharedSink, TraceFile, TraceFormat, UnknownFormat};
 pub use names::select_reason_name;
 pub use perfetto::{PerfettoOptions, PerfettoWriter};

@@ -352,7 +352,7 @@ impl<W: Write> PerfettoWriter<W> {
             }
             // The CPU tracks show what the switches did; timer interrupts are for `analyze`'s
             // reading of the text form.
-            TraceEvent::TimerExpire { .. } => {}
+            TraceEvent::TimerExpire { .. } | TraceEvent::WakeupLag { .. } | TraceEvent::SwitchLag { .. } => {}
         }
         self.cur.after(cpu, ev);
         Ok(())

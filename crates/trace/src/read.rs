@@ -2,8 +2,10 @@
 //! plugin prints `comm:pid [prio]` shapes), and schedlab's own traces.
 //!
 //! Only the scheduler events are decoded (`sched_switch`, `sched_waking`, `sched_wakeup`,
-//! `sched_wakeup_new`, `sched_migrate_task`, `sched_process_fork`, `sched_process_exit`, and
-//! schedlab's `schedlab_wakeup_preempt` / `schedlab_placement`); other events are skipped.
+//! `sched_wakeup_new`, `sched_migrate_task`, `sched_process_fork`, `sched_process_exit`,
+//! `hrtimer_expire_entry`, `reschedule_entry`, schedlab's `schedlab_wakeup_preempt` /
+//! `schedlab_placement`, and the lag records `schedlab_wakeup_lag` / `schedlab_switch_lag` that
+//! the model writes and a guest's probes record); other events are skipped.
 //! Comment lines (`#`), blank lines and trace-cmd's `cpus=N`, `version = N` and `CPU ...`
 //! lines are skipped too. Anything else that is not an event line is an error naming the line.
 //!
@@ -101,6 +103,19 @@ pub enum Event {
     },
     /// `reschedule_entry`: the reschedule IPI arrives on the record's CPU.
     ReschedIpi,
+    /// `schedlab_wakeup_lag`: the `se->vlag` (virtual ns) a woken task carries, read right after
+    /// its `sched_wakeup` (a BTF tracepoint probe in a real kernel, the model's own record).
+    WakeupLag {
+        pid: u32,
+        vlag: i64,
+    },
+    /// `schedlab_switch_lag`: the switched-out task's `se->vlag` and `se->sched_delayed`, read
+    /// right after its `sched_switch`.
+    SwitchLag {
+        prev_pid: u32,
+        vlag: i64,
+        delayed: bool,
+    },
 }
 
 impl Event {
@@ -118,6 +133,8 @@ impl Event {
             Event::Placement { .. } => "schedlab_placement",
             Event::TimerExpire { .. } => "hrtimer_expire_entry",
             Event::ReschedIpi => "reschedule_entry",
+            Event::WakeupLag { .. } => "schedlab_wakeup_lag",
+            Event::SwitchLag { .. } => "schedlab_switch_lag",
         }
     }
 }
@@ -347,7 +364,8 @@ fn header_cpus(line: &str) -> Option<u32> {
 
 fn is_skipped(line: &str) -> bool {
     let t = line.trim_start();
-    t.is_empty() || t.starts_with('#') || t.starts_with("version") || t.starts_with("CPU")
+    // `=> function` lines are the frames of a `stacktrace` trigger's or option's record.
+    t.is_empty() || t.starts_with('#') || t.starts_with("version") || t.starts_with("CPU") || t.starts_with("=> ")
 }
 
 fn excerpt(s: &str) -> String {
@@ -410,6 +428,10 @@ fn parse_line(line: &str) -> Result<Option<Parsed<'_>>, String> {
     // timestamp: syscall events `sys_read(fd: 3, ...)` and `sys_read -> 0x64`
     // (kernel/trace/trace_syscalls.c), the function tracer `pipe_read <-vfs_read`; those lines
     // are events too, just not scheduler ones, and are skipped.
+    if rest.starts_with("<stack trace>") || rest.starts_with("<user stack trace>") {
+        // The head of a kernel or user stack record (`stacktrace` trigger, `options/stacktrace`).
+        return Ok(None);
+    }
     let name_len = rest.bytes().take_while(|b| b.is_ascii_alphanumeric() || *b == b'_').count();
     if name_len == 0 {
         return Err(not_event());
@@ -431,6 +453,22 @@ fn parse_line(line: &str) -> Result<Option<Parsed<'_>>, String> {
             Fields::new(args).str("function").map(|f| Event::TimerExpire { function: f.to_string() })
         }
         "reschedule_entry" => Ok(Event::ReschedIpi),
+        // A probe's record starts with its location, `(__probestub_sched_wakeup+0x4/0x10)`,
+        // which has no `=` and is passed over.
+        "schedlab_wakeup_lag" => {
+            let f = Fields::new(args);
+            (|| Ok(Event::WakeupLag { pid: f.num("pid")?, vlag: f.num("vlag")? }))()
+        }
+        "schedlab_switch_lag" => {
+            let f = Fields::new(args);
+            (|| {
+                Ok(Event::SwitchLag {
+                    prev_pid: f.num("prev_pid")?,
+                    vlag: f.num("prev_vlag")?,
+                    delayed: f.flag("prev_delayed")?,
+                })
+            })()
+        }
         _ => return Ok(None),
     };
     let event = event.map_err(|e| format!("{name}: {e}"))?;
@@ -702,6 +740,23 @@ mod tests {
         let recs: Vec<Record> = read_ftrace_text(text.as_bytes()).map(|r| r.unwrap()).collect();
         assert_eq!(recs.len(), 1);
         assert_eq!((recs[0].pid, recs[0].ts_ns), (245, 22_210_318_000));
+    }
+
+    #[test]
+    fn stack_trace_records_are_skipped() {
+        // A `stacktrace if prev_state == 2` trigger on sched_switch, as ftrace prints it.
+        let text = "# tracer: nop\n\
+            \x20      hackbench-159     [000] d..2.     3.951258: sched_switch: prev_comm=hackbench prev_pid=159 \
+            prev_prio=120 prev_state=D ==> next_comm=hackbench next_pid=132 next_prio=120\n\
+            \x20      hackbench-159     [000] d..3.     3.951259: <stack trace>\n\
+            \x20=> __traceiter_sched_switch\n\
+            \x20=> __schedule\n\
+            \x20=> schedule_preempt_disabled\n\
+            \x20=> __mutex_lock.constprop.0\n\
+            \x20      hackbench-132     [000] d..2.     3.951280: sched_switch: prev_comm=hackbench prev_pid=132 \
+            prev_prio=120 prev_state=S ==> next_comm=hackbench next_pid=162 next_prio=120\n";
+        let recs: Vec<Record> = read_ftrace_text(text.as_bytes()).map(|r| r.unwrap()).collect();
+        assert_eq!(recs.iter().map(|r| r.pid).collect::<Vec<_>>(), [159, 132]);
     }
 
     #[test]

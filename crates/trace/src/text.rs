@@ -131,8 +131,16 @@ impl<W: Write> FtraceTextWriter<W> {
             TraceEvent::WakeupPreempt { .. } => ("schedlab_wakeup_preempt", "d..4."),
             TraceEvent::Placement { .. } => ("schedlab_placement", "d..3."),
             TraceEvent::TimerExpire { .. } => ("hrtimer_expire_entry", "d.h1."),
+            TraceEvent::WakeupLag { .. } => ("schedlab_wakeup_lag", "d..4."),
+            TraceEvent::SwitchLag { .. } => ("schedlab_switch_lag", "d..2."),
         };
-        let decision = matches!(ev, TraceEvent::WakeupPreempt { .. } | TraceEvent::Placement { .. });
+        let decision = matches!(
+            ev,
+            TraceEvent::WakeupPreempt { .. }
+                | TraceEvent::Placement { .. }
+                | TraceEvent::WakeupLag { .. }
+                | TraceEvent::SwitchLag { .. }
+        );
         if decision && !self.opts.decisions {
             return Ok(());
         }
@@ -283,6 +291,12 @@ fn write_fields(out: &mut String, ts_ns: u64, ev: &TraceEvent<'_>) -> fmt::Resul
         // neither, so the address is the unhashed placeholder and `now` the event's time.
         TraceEvent::TimerExpire { function } => {
             write!(out, "hrtimer=(____ptrval____) function={function} now={ts_ns}")
+        }
+        // The fields of the guest's probes (`native::ftrace::LAG_PROBES`), without the probe's
+        // `(__probestub_...)` location.
+        TraceEvent::WakeupLag { pid, vlag } => write!(out, "pid={pid} vlag={vlag}"),
+        TraceEvent::SwitchLag { prev_pid, vlag, delayed } => {
+            write!(out, "prev_pid={prev_pid} prev_vlag={vlag} prev_delayed={}", b(*delayed))
         }
     }
 }

@@ -58,11 +58,13 @@ fn events() -> Vec<(u64, u32, TraceEvent<'static>)> {
                 },
             },
         ),
+        (2_000_001_000, 1, TraceEvent::WakeupLag { pid: 102, vlag: -1_250 }),
         (2_000_001_500, 1, TraceEvent::TimerExpire { function: "hrtick" }),
         (2_000_002_000, 1, TraceEvent::Switch { prev: A, prev_state: PrevState::Running, next: B }),
         (2_000_003_000, 1, TraceEvent::Exit { task: B }),
         (2_000_003_000, 1, TraceEvent::Switch { prev: B, prev_state: PrevState::Dead, next: A }),
         (12_345_678_901_234, 1, TraceEvent::Switch { prev: A, prev_state: PrevState::Sleeping, next: IDLE }),
+        (12_345_678_901_234, 1, TraceEvent::SwitchLag { prev_pid: 101, vlag: 350_000, delayed: true }),
     ]
 }
 
@@ -100,11 +102,13 @@ fn ftrace_text_lines_match_the_kernel_format() {
       sched-pipe-101     [001] d..3.     2.000001: sched_migrate_task: comm=a-very-long-tas pid=102 prio=125 orig_cpu=0 dest_cpu=1
       sched-pipe-101     [001] d..4.     2.000001: sched_wakeup: comm=a-very-long-tas pid=102 prio=125 target_cpu=001
       sched-pipe-101     [001] d..4.     2.000001: schedlab_wakeup_preempt: curr_comm=sched-pipe curr_pid=101 wakee_comm=a-very-long-tas wakee_pid=102 preempt=1 reason=pick_is_wakee curr_vruntime=1000000 curr_deadline=3800000 curr_lag=-2500 curr_eligible=0 curr_slice=2800000 curr_vprot=3800000 curr_delayed=0 curr_buddy=1 wakee_vruntime=-1048576 wakee_deadline=3800000 wakee_lag=7 wakee_eligible=1 wakee_slice=2800000 wakee_vprot=3800000 wakee_delayed=0 wakee_buddy=0
+      sched-pipe-101     [001] d..4.     2.000001: schedlab_wakeup_lag: pid=102 vlag=-1250
       sched-pipe-101     [001] d.h1.     2.000002: hrtimer_expire_entry: hrtimer=(____ptrval____) function=hrtick now=2000001500
       sched-pipe-101     [001] d..2.     2.000002: sched_switch: prev_comm=sched-pipe prev_pid=101 prev_prio=120 prev_state=R+ ==> next_comm=a-very-long-tas next_pid=102 next_prio=125
  a-very-long-tas-102     [001] .....     2.000003: sched_process_exit: comm=a-very-long-tas pid=102 prio=125
  a-very-long-tas-102     [001] d..2.     2.000003: sched_switch: prev_comm=a-very-long-tas prev_pid=102 prev_prio=125 prev_state=X ==> next_comm=sched-pipe next_pid=101 next_prio=120
       sched-pipe-101     [001] d..2. 12345.678901: sched_switch: prev_comm=sched-pipe prev_pid=101 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+          <idle>-0       [001] d..2. 12345.678901: schedlab_switch_lag: prev_pid=101 prev_vlag=350000 prev_delayed=1
 ";
     for (i, (got, want)) in out.lines().zip(expected.lines()).enumerate() {
         assert_eq!(got, want, "line {}", i + 1);
@@ -188,6 +192,8 @@ fn text_round_trip() {
                     reason: schedtrace::select_reason_name(reason).into(),
                 },
                 TraceEvent::TimerExpire { function } => Event::TimerExpire { function: function.into() },
+                TraceEvent::WakeupLag { pid, vlag } => Event::WakeupLag { pid, vlag },
+                TraceEvent::SwitchLag { prev_pid, vlag, delayed } => Event::SwitchLag { prev_pid, vlag, delayed },
             };
             assert_eq!(r.event, want);
         }

@@ -98,6 +98,15 @@ fn nanosecond_trace_gives_back_the_exact_figures() {
     assert_eq!(an.first_ts_ns, 0);
     assert_eq!(an.last_ts_ns, r.simulated_ns);
     assert_eq!(an.idle_ns_per_cpu, r.idle_ns_per_cpu);
+    // A lag record at every wakeup and after every sleep (the three exits are not sleeps);
+    // timer sleeps of tasks that ran their share leave eligible, with lag inside the clamp
+    // of `entity_lag()` (the largest slice plus a tick, in the nice 5 task's virtual time).
+    assert_eq!(an.wakeup_lag.len(), r.counters.nr_wakeups);
+    assert_eq!(an.sleep_lag.len() + an.nr_sleeps_delayed, r.counters.nr_voluntary_switches - 3);
+    let limit = (2_800_000 + 4_000_000) * 1024 / 335;
+    for h in [&an.wakeup_lag, &an.sleep_lag] {
+        assert!(h.quantile(0.0) >= -limit && h.quantile(1.0) <= limit, "{h:?}");
+    }
 }
 
 #[test]

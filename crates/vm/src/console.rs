@@ -149,6 +149,8 @@ fn decode_trace(b64: &str, lost: Option<u64>) -> Result<native::ftrace::Captured
 /// Everything one boot reported.
 #[derive(Debug, Default)]
 pub struct Console {
+    /// What the agent reports for the user without failing (`note TEXT`).
+    pub notes: Vec<String>,
     pub release: Option<String>,
     pub online: Option<String>,
     pub default_features: Option<String>,
@@ -213,6 +215,7 @@ pub fn parse(console: &[String], agent: &[String]) -> Console {
             "cost" => c.cost_lines.push(val.to_string()),
             "error" => c.errors.push(val.to_string()),
             "refused" => c.refused.push(val.to_string()),
+            "note" => c.notes.push(val.to_string()),
             "end" => c.ended = true,
             "warmup" | "run" => {
                 // "run I rc RC"

@@ -118,9 +118,18 @@ offline
 for e in {events}; do
   echo 1 > $T/events/sched/$e/enable || fail "--trace: enabling sched/$e failed"
 done
+# The lag probes, where the kernel takes them (BTF tracepoint probes); without them the trace
+# has no lag records, and the host says so.
+LAGP=1
+for p in {probes}; do
+  echo "$p" >> $T/dynamic_events 2>/dev/null || LAGP=
+done
+[ -n "$LAGP" ] && echo 1 > $T/events/schedlab/enable 2>/dev/null || LAGP=
+[ -n "$LAGP" ] || say note "--trace: this kernel took no lag probes (BTF tracepoint probes: CONFIG_PROBE_EVENTS_BTF_ARGS); the traces have no lag records"
 online
 "#,
-            events = native::ftrace::EVENTS.join(" ")
+            events = native::ftrace::EVENTS.join(" "),
+            probes = quoted(&native::ftrace::LAG_PROBES.iter().map(|p| p.to_string()).collect::<Vec<_>>())
         ),
     };
     let calibrate = match &plan.calibrate {
@@ -318,9 +327,14 @@ mod tests {
         let (off, en, on) = (
             s.find("offline\nfor e in sched_switch").unwrap(),
             s.find("echo 1 > $T/events/sched/$e/enable").unwrap(),
-            s.find("done\nonline\n").unwrap(),
+            s.find("the traces have no lag records\"\nonline\n").unwrap(),
         );
         assert!(off < en && en < on, "events enabled with vCPUs 1..N-1 offline");
+        // The lag probes too (adding a probe patches kernel text as an enable does).
+        let probe = s.find("echo \"$p\" >> $T/dynamic_events").unwrap();
+        let probes = s.find("'t:schedlab/schedlab_wakeup_lag sched_wakeup pid=p->pid vlag=p->se.vlag'").unwrap();
+        assert!(en < probes && probes < probe && probe < on);
+        assert!(s.contains("echo 1 > $T/events/schedlab/enable"));
         assert!(s.contains("echo 4096 > $T/buffer_size_kb") && s.contains("echo mono > $T/trace_clock"));
         // On after the replug and the schedstat read, off before the second read.
         let native = s.find("schedlab native").unwrap();

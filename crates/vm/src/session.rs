@@ -180,6 +180,9 @@ impl Session {
             if let Some(e) = c.errors.first() {
                 return Err(VmError::Guest(format!("guest agent: {label}: {e}")));
             }
+            for n in &c.notes {
+                note(&format!("vm: {label}: {n}"));
+            }
             if !c.ended {
                 return Err(VmError::Guest(format!(
                     "the guest stopped before its agent finished ({label}); console tail:\n{}",

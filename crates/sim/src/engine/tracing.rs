@@ -21,11 +21,18 @@ impl Sim {
 
     /// `sched_switch` on `cpu` (None is the idle task).
     pub(super) fn trace_switch(&mut self, cpu: u32, prev: Option<TaskId>, prev_state: PrevState, next: Option<TaskId>) {
+        let prev_id = prev;
         let Some(sink) = self.trace.as_mut() else { return };
         let (mut a, mut b) = (String::new(), String::new());
         let prev = prev.map_or_else(|| idle_task(cpu, &mut a), |p| tref(&self.tasks, p));
         let next = next.map_or_else(|| idle_task(cpu, &mut b), |n| tref(&self.tasks, n));
         sink.event(self.now, cpu, &TraceEvent::Switch { prev, prev_state, next });
+        if let Some(p) = prev_id {
+            let (vlag, delayed) = self.saved_lag(p);
+            #[allow(clippy::expect_used, reason = "tracing is on: the sink was there above")]
+            let sink = self.trace.as_mut().expect("checked");
+            sink.event(self.now, cpu, &TraceEvent::SwitchLag { prev_pid: self.tasks[p.idx()].pid, vlag, delayed });
+        }
     }
 
     pub(super) fn trace_waking(&mut self, cpu: u32, p: TaskId, target_cpu: u32) {
@@ -42,6 +49,19 @@ impl Sim {
             TraceEvent::Wakeup { task, target_cpu: cpu }
         };
         sink.event(self.now, cpu, &ev);
+        if !new {
+            let (vlag, _) = self.saved_lag(p);
+            #[allow(clippy::expect_used, reason = "tracing is on: the sink was there above")]
+            let sink = self.trace.as_mut().expect("checked");
+            sink.event(self.now, cpu, &TraceEvent::WakeupLag { pid: self.tasks[p.idx()].pid, vlag });
+        }
+    }
+
+    /// `se->vlag` and `se->sched_delayed` of `t`'s own entity (on ≤7.2's levels, the task's,
+    /// not its groups').
+    fn saved_lag(&self, t: TaskId) -> (i64, bool) {
+        let se = &self.ents[t.idx()];
+        (se.vlag, se.sched_delayed)
     }
 
     /// `hrtimer_expire_entry` on a busy `cpu`: the tick or the hrtick.
