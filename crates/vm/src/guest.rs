@@ -86,8 +86,8 @@ fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
-fn quoted(words: &[String]) -> String {
-    words.iter().map(|w| quote(w)).collect::<Vec<_>>().join(" ")
+fn quoted(words: &[impl AsRef<str>]) -> String {
+    words.iter().map(|w| quote(w.as_ref())).collect::<Vec<_>>().join(" ")
 }
 
 /// The `/init` script for one boot.
@@ -129,7 +129,7 @@ done
 online
 "#,
             events = native::ftrace::EVENTS.join(" "),
-            probes = quoted(&native::ftrace::LAG_PROBES.iter().map(|p| p.to_string()).collect::<Vec<_>>())
+            probes = quoted(native::ftrace::LAG_PROBES)
         ),
     };
     let calibrate = match &plan.calibrate {

@@ -21,17 +21,16 @@ impl Sim {
 
     /// `sched_switch` on `cpu` (None is the idle task).
     pub(super) fn trace_switch(&mut self, cpu: u32, prev: Option<TaskId>, prev_state: PrevState, next: Option<TaskId>) {
-        let prev_id = prev;
         let Some(sink) = self.trace.as_mut() else { return };
         let (mut a, mut b) = (String::new(), String::new());
-        let prev = prev.map_or_else(|| idle_task(cpu, &mut a), |p| tref(&self.tasks, p));
+        let prev_ref = prev.map_or_else(|| idle_task(cpu, &mut a), |p| tref(&self.tasks, p));
         let next = next.map_or_else(|| idle_task(cpu, &mut b), |n| tref(&self.tasks, n));
-        sink.event(self.now, cpu, &TraceEvent::Switch { prev, prev_state, next });
-        if let Some(p) = prev_id {
-            let (vlag, delayed) = self.saved_lag(p);
-            #[allow(clippy::expect_used, reason = "tracing is on: the sink was there above")]
-            let sink = self.trace.as_mut().expect("checked");
-            sink.event(self.now, cpu, &TraceEvent::SwitchLag { prev_pid: self.tasks[p.idx()].pid, vlag, delayed });
+        sink.event(self.now, cpu, &TraceEvent::Switch { prev: prev_ref, prev_state, next });
+        if let Some(p) = prev {
+            // The task's own entity (on ≤7.2's levels, not its groups').
+            let se = &self.ents[p.idx()];
+            let ev = TraceEvent::SwitchLag { prev_pid: prev_ref.pid, vlag: se.vlag, delayed: se.sched_delayed };
+            sink.event(self.now, cpu, &ev);
         }
     }
 
@@ -50,18 +49,8 @@ impl Sim {
         };
         sink.event(self.now, cpu, &ev);
         if !new {
-            let (vlag, _) = self.saved_lag(p);
-            #[allow(clippy::expect_used, reason = "tracing is on: the sink was there above")]
-            let sink = self.trace.as_mut().expect("checked");
-            sink.event(self.now, cpu, &TraceEvent::WakeupLag { pid: self.tasks[p.idx()].pid, vlag });
+            sink.event(self.now, cpu, &TraceEvent::WakeupLag { pid: task.pid, vlag: self.ents[p.idx()].vlag });
         }
-    }
-
-    /// `se->vlag` and `se->sched_delayed` of `t`'s own entity (on ≤7.2's levels, the task's,
-    /// not its groups').
-    fn saved_lag(&self, t: TaskId) -> (i64, bool) {
-        let se = &self.ents[t.idx()];
-        (se.vlag, se.sched_delayed)
     }
 
     /// `hrtimer_expire_entry` on a busy `cpu`: the tick or the hrtick.
