@@ -426,10 +426,10 @@ fn parse_line(line: &str) -> Result<Option<Parsed<'_>>, String> {
     let Some(ts_ns) = ts else { return Err(format!("no timestamp in `{}`", excerpt(line))) };
     // The event name, then `: ` and its fields. Other tracers print other bodies after the
     // timestamp: syscall events `sys_read(fd: 3, ...)` and `sys_read -> 0x64`
-    // (kernel/trace/trace_syscalls.c), the function tracer `pipe_read <-vfs_read`; those lines
+    // (kernel/trace/trace_syscalls.c), the function tracer `pipe_read <-vfs_read`, the head of
+    // a stack record `<stack trace>` (a `stacktrace` trigger, `options/stacktrace`); those lines
     // are events too, just not scheduler ones, and are skipped.
     if rest.starts_with("<stack trace>") || rest.starts_with("<user stack trace>") {
-        // The head of a kernel or user stack record (`stacktrace` trigger, `options/stacktrace`).
         return Ok(None);
     }
     let name_len = rest.bytes().take_while(|b| b.is_ascii_alphanumeric() || *b == b'_').count();
@@ -453,22 +453,8 @@ fn parse_line(line: &str) -> Result<Option<Parsed<'_>>, String> {
             Fields::new(args).str("function").map(|f| Event::TimerExpire { function: f.to_string() })
         }
         "reschedule_entry" => Ok(Event::ReschedIpi),
-        // A probe's record starts with its location, `(__probestub_sched_wakeup+0x4/0x10)`,
-        // which has no `=` and is passed over.
-        "schedlab_wakeup_lag" => {
-            let f = Fields::new(args);
-            (|| Ok(Event::WakeupLag { pid: f.num("pid")?, vlag: f.num("vlag")? }))()
-        }
-        "schedlab_switch_lag" => {
-            let f = Fields::new(args);
-            (|| {
-                Ok(Event::SwitchLag {
-                    prev_pid: f.num("prev_pid")?,
-                    vlag: f.num("prev_vlag")?,
-                    delayed: f.flag("prev_delayed")?,
-                })
-            })()
-        }
+        "schedlab_wakeup_lag" => wakeup_lag(args),
+        "schedlab_switch_lag" => switch_lag(args),
         _ => return Ok(None),
     };
     let event = event.map_err(|e| format!("{name}: {e}"))?;
@@ -649,6 +635,18 @@ fn wakeup_preempt(args: &str) -> Result<Event, String> {
         curr_state: f.eevdf("curr")?,
         wakee_state: f.eevdf("wakee")?,
     })
+}
+
+// A probe's record starts with its location, `(__probestub_sched_wakeup+0x4/0x10)`, which has
+// no `=` and is passed over.
+fn wakeup_lag(args: &str) -> Result<Event, String> {
+    let f = Fields::new(args);
+    Ok(Event::WakeupLag { pid: f.num("pid")?, vlag: f.num("vlag")? })
+}
+
+fn switch_lag(args: &str) -> Result<Event, String> {
+    let f = Fields::new(args);
+    Ok(Event::SwitchLag { prev_pid: f.num("prev_pid")?, vlag: f.num("prev_vlag")?, delayed: f.flag("prev_delayed")? })
 }
 
 fn placement(args: &str) -> Result<Event, String> {
