@@ -532,6 +532,7 @@ fn describe(r: &Rec, comms: &BTreeMap<u32, String>) -> String {
             match prev_state {
                 PrevState::Running => "preempted",
                 PrevState::Sleeping => "sleeps",
+                PrevState::Uninterruptible => "sleeps on a lock",
                 PrevState::Dead => "exited",
             },
             t(next)
@@ -556,6 +557,10 @@ fn why(r: &Rec, v: &Variant) -> String {
                     .into()
             }
             PrevState::Sleeping => "curr blocked (went to sleep) and the scheduler picked the next entity".into(),
+            PrevState::Uninterruptible => {
+                "curr blocked uninterruptibly on a mutex whose owner was not running (no optimistic spin) and the scheduler picked the next entity"
+                    .into()
+            }
             PrevState::Dead => "curr exited".into(),
         },
         Kind::Migrate { .. } => "the load balancer (or a wakeup placement) moved the task".into(),

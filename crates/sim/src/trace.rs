@@ -26,6 +26,8 @@ pub enum PrevState {
     Running,
     /// Asleep (`S`).
     Sleeping,
+    /// Asleep `TASK_UNINTERRUPTIBLE` (`D`): on a mutex.
+    Uninterruptible,
     /// Exited (`X` / `Z`).
     Dead,
 }

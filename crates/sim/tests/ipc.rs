@@ -410,21 +410,44 @@ fn exact_read_collects_short_writes() {
 }
 
 /// A wake that reaches a task queued on the object but still in its system call (about to
-/// sleep) is not lost: the task does not sleep and retries at once.
+/// sleep) is not lost: the task does not sleep and retries at once. A unix socket has no lock
+/// around the whole call, so the send lands while the receiver is still in recvmsg().
 #[test]
 fn wake_before_sleep_is_not_lost() {
     let reader =
         pinned(task("reader", vec![Op::Read { obj: 0, bytes: 4, exact: true }, Op::Mark { id: 1 }, Op::Exit]), 0);
     let mut writer = pinned(task("writer", vec![Op::Write { obj: 0, bytes: 4 }, Op::Exit]), 1);
     writer.start_ns = 1_000;
-    let mut sim = Sim::new(setup(2, vec![reader, writer], vec![PIPE])).unwrap();
+    let sock = ObjectSpec::UnixStream { sndbuf: 212_992 };
+    let mut sim = Sim::new(setup(2, vec![reader, writer], vec![sock])).unwrap();
     let mut p = IpcParams::v7_3();
-    p.costs.pipe_read_ns = 5_000; // the reader is still in read() when the write lands
+    p.costs.unix_recv_ns = 5_000; // the reader is still in recvmsg() when the send lands
     sim.set_ipc_params(p);
     let r = run_sim(sim);
     assert_eq!(r.stop, StopReason::AllExited);
     assert_eq!(r.tasks[0].stats.nr_wakeups, 0);
     assert!(mark(&r, 1) < 20_000, "reader done at {}", mark(&r, 1));
+}
+
+/// A pipe's read and write run under `pipe->mutex` (fs/pipe.c 7.3.4): a write that arrives
+/// while the reader is in read() waits for the lock (spinning while the owner runs), so the
+/// reader finds the pipe empty, sleeps, and the write wakes it.
+#[test]
+fn pipe_mutex_serialises_read_and_write() {
+    let reader =
+        pinned(task("reader", vec![Op::Read { obj: 0, bytes: 4, exact: true }, Op::Mark { id: 1 }, Op::Exit]), 0);
+    let mut writer = pinned(task("writer", vec![Op::Write { obj: 0, bytes: 4 }, Op::Mark { id: 2 }, Op::Exit]), 1);
+    writer.start_ns = 1_000;
+    let mut sim = Sim::new(setup(2, vec![reader, writer], vec![PIPE])).unwrap();
+    let mut p = IpcParams::v7_3();
+    p.costs.pipe_read_ns = 5_000;
+    sim.set_ipc_params(p);
+    let r = run_sim(sim);
+    assert_eq!(r.stop, StopReason::AllExited);
+    assert_eq!(r.tasks[0].stats.nr_wakeups, 1);
+    // The write completes only after the reader's first read() released the lock.
+    assert!(mark(&r, 2) > 5_000, "write done at {}", mark(&r, 2));
+    assert!(mark(&r, 1) > mark(&r, 2), "reader done at {}, write at {}", mark(&r, 1), mark(&r, 2));
 }
 
 /// Instructions that do not fit their object are rejected when the simulation is built.

@@ -252,6 +252,7 @@ impl<W: Write> PerfettoWriter<W> {
                     // running is unambiguous.
                     PrevState::Running => proto::task_state::RUNNING,
                     PrevState::Sleeping => proto::task_state::INTERRUPTIBLE,
+                    PrevState::Uninterruptible => proto::task_state::UNINTERRUPTIBLE,
                     PrevState::Dead => proto::task_state::EXIT_DEAD,
                 };
                 let sw = SchedSwitchFtraceEvent {

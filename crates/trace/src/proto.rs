@@ -92,6 +92,7 @@ pub mod ftrace_event {
 pub mod task_state {
     pub const RUNNING: i64 = 0;
     pub const INTERRUPTIBLE: i64 = 0x01;
+    pub const UNINTERRUPTIBLE: i64 = 0x02;
     pub const EXIT_DEAD: i64 = 0x10;
 }
 

@@ -201,6 +201,7 @@ pub(crate) fn prev_state_str(s: PrevState) -> &'static str {
     match s {
         PrevState::Running => "R+",
         PrevState::Sleeping => "S",
+        PrevState::Uninterruptible => "D",
         PrevState::Dead => "X",
     }
 }

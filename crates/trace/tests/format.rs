@@ -149,6 +149,7 @@ fn text_round_trip() {
                         _ if prev.pid == 0 => "R",
                         PrevState::Running => "R+",
                         PrevState::Sleeping => "S",
+                        PrevState::Uninterruptible => "D",
                         PrevState::Dead => "X",
                     }
                     .into(),

@@ -38,6 +38,8 @@ pub(super) enum Switch {
     Preempt,
     /// The task sleeps (`DEQUEUE_SLEEP`, may be delayed).
     Block,
+    /// The task sleeps `TASK_UNINTERRUPTIBLE` (a mutex): as `Block`, traced as `D`.
+    BlockUninterruptible,
     /// The task exits (`TASK_DEAD`: a special state, never delayed).
     Exit,
 }
@@ -166,9 +168,12 @@ impl Sim {
         let act = match rq.need_resched {
             Resched::None => false,
             Resched::Lazy => !self.in_kernel(cpu),
-            // A wait-queue walk holds the queue's spinlock with interrupts off: no preemption
-            // point until it is done, even under full preemption.
-            Resched::Full => !self.in_kernel(cpu) || (self.cfg.preempt.preempts_kernel() && !self.ipc_waking(cpu)),
+            // A wait-queue walk holds the queue's spinlock with interrupts off, a mutex spinner
+            // runs with preemption disabled: no preemption point until they are done, even
+            // under full preemption.
+            Resched::Full => {
+                !self.in_kernel(cpu) || (self.cfg.preempt.preempts_kernel() && !self.ipc_preempt_disabled(cpu))
+            }
         };
         if act {
             self.schedule(cpu, Switch::Preempt);
@@ -213,7 +218,7 @@ impl Sim {
         if let Some(p) = prev {
             match how {
                 Switch::Preempt => {}
-                Switch::Block => {
+                Switch::Block | Switch::BlockUninterruptible => {
                     self.tasks[p.idx()].state = TaskState::Blocked;
                     self.fair(cpu).dequeue_task_fair(p, deq::SLEEP);
                 }
@@ -259,6 +264,7 @@ impl Sim {
             let state = match how {
                 Switch::Preempt => crate::trace::PrevState::Running,
                 Switch::Block => crate::trace::PrevState::Sleeping,
+                Switch::BlockUninterruptible => crate::trace::PrevState::Uninterruptible,
                 Switch::Exit => crate::trace::PrevState::Dead,
             };
             self.trace_switch(cpu, prev, state, next);

@@ -17,6 +17,19 @@
 //!    the waker's `try_to_wake_up` for it, after the waiters before it; the walk holds the
 //!    queue's lock, so these stretches are not preemption points, even under full preemption.
 //!
+//! Pipe reads and writes hold `pipe->mutex` ([`crate::ipc::Mutex`]) across their kernel
+//! stretch and release it before the wakes. A caller finding it taken spins (a `Spin` stretch,
+//! not preemptible) while the owner is on a CPU and this CPU has no full reschedule pending,
+//! for as long as the owner's current stretch, then tries again; otherwise it sleeps
+//! `TASK_UNINTERRUPTIBLE` (traced `D`) until an unlock wakes it. This is what turns a holder
+//! preempted inside a write (the hrtick's full reschedule, a tick upgrading a lazy one) into a
+//! convoy of sleeping writers: real 7.3.4 traces show chains of `D` switch-outs in
+//! `__mutex_lock` from `anon_pipe_write`, 140-224 per `hackbench -T -p -g 2 -l 100` with
+//! HRTICK and 1-2 without (docs/fidelity.md). **Deviations:** the hold includes the call's
+//! entry and exit (`syscall_ns`), which the kernel runs unlocked (taking the lock after the
+//! entry instead flips the knife-edge NO_DELAY_DEQUEUE effect on 6.12 and scores no better);
+//! a spinner whose owner is preempted notices at the end of the owner's stretch, not at once.
+
 //! Then the task returns to user mode (a preemption point) or sleeps: its program counter is
 //! rewound so that the operation is retried when it is woken, with `resumed = true` (no
 //! syscall entry cost, the object continues the same call). Progress (bytes already written or
@@ -66,6 +79,9 @@ enum Phase {
     Syscall,
     /// The waker's `try_to_wake_up` work.
     Wakes,
+    /// `mutex_optimistic_spin()` on an object's mutex whose owner runs on another CPU: until
+    /// the owner's kernel stretch ends, then the lock is tried again.
+    Spin,
 }
 
 /// How the call ends.
@@ -108,6 +124,12 @@ struct TaskIpc {
     waiting_children: bool,
     /// The object a `Read`/`Write` that blocks waits on.
     wait_obj: Option<u32>,
+    /// The system call's entry is charged (later attempts inside the call are free).
+    entered: bool,
+    /// The object whose mutex the call holds (released at the end of the stretch).
+    locked: Option<u32>,
+    /// Queued on (or woken from) an object's mutex: the next attempt is a waiter's retry.
+    mutex_wait: bool,
 }
 
 impl IpcState {
@@ -218,12 +240,47 @@ impl Sim {
             st.op_pc = Some(pc);
             st.done = 0;
             st.resumed = false;
+            st.entered = false;
         }
         let resumed = st.resumed;
-        let mut cost = if resumed { 0 } else { syscall_ns };
+        let mut cost = if st.entered { 0 } else { syscall_ns };
+        st.entered = true;
         let mut wakes = std::mem::take(&mut st.wakes);
         wakes.clear();
         st.wait_obj = None;
+        if let Op::Write { obj, .. } | Op::Read { obj, .. } = *op
+            && let Some(m) = objects[obj as usize].mutex_mut()
+        {
+            // mutex_lock(&pipe->mutex) at the top of anon_pipe_read()/anon_pipe_write(), and
+            // again after every wait inside the call.
+            let woken_first = std::mem::take(&mut st.mutex_wait);
+            if !m.trylock(t, woken_first) {
+                #[allow(clippy::expect_used, reason = "trylock fails only on an owned lock")]
+                let owner = m.owner().expect("a contended mutex has an owner");
+                st.wakes = wakes;
+                // mutex_spin_on_owner() spins while the owner is on a CPU and this CPU has no
+                // full reschedule pending (need_resched() does not test the lazy bit).
+                let spin = Self::owner_running_until(&self.tasks, &self.rqs, owner)
+                    .filter(|_| self.rqs[self.tasks[t.idx()].cpu as usize].need_resched != crate::fair::Resched::Full);
+                if let Some(until) = spin {
+                    st.phase = Phase::Spin;
+                    let spin_ns = until.saturating_sub(self.now).max(1);
+                    let cost = self.cost(cost);
+                    return Step::Kernel { remaining: cost + spin_ns, then: AfterKernel::Ipc };
+                }
+                // The slow path: queued on the wait list, asleep TASK_UNINTERRUPTIBLE at the
+                // end of this stretch unless an unlock wakes it first.
+                m.add_waiter(t);
+                st.mutex_wait = true;
+                st.outcome = Outcome::Block;
+                st.will_block = true;
+                st.woken = false;
+                st.phase = Phase::Syscall;
+                let cost = self.cost(cost);
+                return Step::Kernel { remaining: cost, then: AfterKernel::Ipc };
+            }
+            st.locked = Some(obj);
+        }
         let outcome = match *op {
             Op::Write { obj, bytes } => {
                 // Charge the entry and the copy of what is left now; apply the write at the end
@@ -327,7 +384,23 @@ impl Sim {
             st.wakes = wakes;
         }
         let st = entry(&mut self.ipc.tasks, t);
+        if st.phase == Phase::Spin {
+            // The owner's stretch is over (or it left the CPU): try the lock again. The end of
+            // the spin is the slow path's preempt_enable(), a preemption point.
+            st.phase = Phase::Syscall;
+            self.tasks[t.idx()].pc -= 1;
+            return !self.irq_exit(cpu);
+        }
         if st.phase == Phase::Syscall {
+            if let Some(obj) = st.locked.take() {
+                // mutex_unlock() before the call's wakes; a contended unlock wakes the first
+                // waiter (wake_up_q() → wake_up_process(): no WF_SYNC) ahead of them.
+                #[allow(clippy::expect_used, reason = "only an object with a mutex is ever locked")]
+                let m = self.ipc.objects[obj as usize].mutex_mut().expect("a locked object has a mutex");
+                if let Some(w) = m.unlock(t) {
+                    st.wakes.insert(0, Wake { task: w, flags: 0, in_task: true });
+                }
+            }
             st.phase = Phase::Wakes;
             st.next_wake = 0;
             if let Outcome::Spawn { spec } = st.outcome {
@@ -353,10 +426,29 @@ impl Sim {
         self.ipc_finish(cpu, t)
     }
 
-    /// Whether the running task of `cpu` is inside a wait-queue walk (`__wake_up_common()`
-    /// under the queue's lock): its `Wakes` stretches.
-    pub(super) fn ipc_waking(&self, cpu: u32) -> bool {
-        self.rqs[cpu as usize].curr.and_then(|t| self.ipc.tasks.get(t.idx())).is_some_and(|st| st.phase == Phase::Wakes)
+    /// Whether the running task of `cpu` runs with preemption disabled: inside a wait-queue
+    /// walk (`__wake_up_common()` under the queue's lock, its `Wakes` stretches) or spinning
+    /// on a mutex (`__mutex_lock_common()` disables preemption around the spin).
+    pub(super) fn ipc_preempt_disabled(&self, cpu: u32) -> bool {
+        self.rqs[cpu as usize]
+            .curr
+            .and_then(|t| self.ipc.tasks.get(t.idx()))
+            .is_some_and(|st| matches!(st.phase, Phase::Wakes | Phase::Spin))
+    }
+
+    /// When `owner` leaves its current kernel stretch, if it is on a CPU (`owner_on_cpu()`):
+    /// the end of its switch-in path and of the step after it.
+    fn owner_running_until(tasks: &[crate::task::Task], rqs: &[super::Rq], owner: TaskId) -> Option<u64> {
+        let task = &tasks[owner.idx()];
+        let rq = &rqs[task.cpu as usize];
+        if task.state != TaskState::Running || rq.curr != Some(owner) {
+            return None;
+        }
+        let step = match task.step {
+            Step::User { remaining } | Step::Kernel { remaining, .. } => remaining,
+            Step::Next => 0,
+        };
+        Some(rq.step_start + if rq.in_prologue { rq.prologue + step } else { step })
     }
 
     /// Returns to user mode, or sleeps with the instruction rewound for its retry.
@@ -371,17 +463,25 @@ impl Sim {
             }
             Outcome::Again => {
                 st.resumed = false;
+                st.entered = false;
                 self.tasks[t.idx()].pc -= 1;
                 !self.return_to_user(cpu)
             }
             Outcome::Block => {
-                st.resumed = true;
+                // A mutex sleep keeps `resumed`: the call has not reached the object yet.
+                st.resumed |= !st.mutex_wait;
                 st.will_block = false;
                 self.tasks[t.idx()].pc -= 1;
                 if std::mem::take(&mut st.woken) {
                     // Woken before it slept: the wait loop re-checks at once (the step is
                     // `Next`, so the retry is fetched now).
                     return true;
+                }
+                if st.mutex_wait {
+                    // schedule_preempt_disabled() in the mutex slow path: no preemption point
+                    // before the sleep.
+                    self.schedule(cpu, Switch::BlockUninterruptible);
+                    return false;
                 }
                 let wait_obj = st.wait_obj;
                 if self.preempted_before_sleep(cpu, wait_obj) {
@@ -435,7 +535,11 @@ impl Sim {
             // Already woken (a poller reached by several sources, a runnable task).
             return 0;
         }
-        debug_assert!(st.resumed && st.op_pc.is_some(), "task {} is woken by IPC but sleeps elsewhere", w.task.0);
+        debug_assert!(
+            (st.resumed || st.mutex_wait) && st.op_pc.is_some(),
+            "task {} is woken by IPC but sleeps elsewhere",
+            w.task.0
+        );
         let selected = self.try_to_wake_up(w.task, w.flags, cpu, Some(waker), w.in_task);
         let select_ns = if selected { self.costs.wakeup_select_ns } else { 0 };
         let task = &self.tasks[w.task.idx()];

@@ -13,6 +13,7 @@
 
 pub mod eventfd;
 pub mod futex;
+pub mod mutex;
 pub mod pipe;
 pub mod skb;
 pub mod tcp;
@@ -21,6 +22,7 @@ pub mod waitqueue;
 
 pub use eventfd::EventFd;
 pub use futex::Futex;
+pub use mutex::Mutex;
 pub use pipe::Pipe;
 pub use tcp::TcpLoopback;
 pub use unix::UnixStream;
@@ -235,6 +237,18 @@ impl Object {
             Object::Tcp(s) => s.read(t, len, wakes),
             Object::EventFd(e) => e.read(t),
             Object::Futex(_) => panic!("read() on a futex (rejected by validation)"),
+        }
+    }
+
+    /// The sleeping lock every read and write of the object takes: `pipe->mutex`. The others
+    /// have none here: unix stream senders and eventfds serialise on spinlocks the scheduler
+    /// does not see; the sleeping locks of sockets (a unix receiver's `u->iolock`, TCP's
+    /// `lock_sock()`) are taken by one task each in the modelled workloads (**deviation** for a
+    /// socket shared by several readers or TCP senders).
+    pub fn mutex_mut(&mut self) -> Option<&mut Mutex> {
+        match self {
+            Object::Pipe(p) => Some(&mut p.mutex),
+            _ => None,
         }
     }
 

@@ -22,7 +22,7 @@
 
 use std::collections::VecDeque;
 
-use super::{Transfer, WaitQueue, Wake};
+use super::{Mutex, Transfer, WaitQueue, Wake};
 use crate::fair::wf;
 use crate::task::TaskId;
 
@@ -46,6 +46,8 @@ pub struct Pipe {
     pub(super) wr_wait: WaitQueue,
     /// Older kernels' `pipe->poll_usage` (every write wakes the readers).
     pub poll_usage: bool,
+    /// `pipe->mutex`, held by the engine across each read's and write's kernel stretch.
+    pub mutex: Mutex,
 }
 
 impl Pipe {
@@ -57,6 +59,7 @@ impl Pipe {
             rd_wait: WaitQueue::new(),
             wr_wait: WaitQueue::new(),
             poll_usage: false,
+            mutex: Mutex::new(),
         }
     }
 
