@@ -14,11 +14,16 @@ fn shipped() -> PathBuf {
 fn shipped_ground_truth_reads_whole() {
     let t = GroundTruth::load(&shipped()).unwrap();
     // The README of the data: 2 kernels x 9 variants x 9 workloads, traced and untraced except
-    // the fairness loops (untraced only): 2 x 9 x (7 x 2 + 2) = 288 rows; 60 effect lines.
-    assert_eq!(t.rows.len(), 288);
-    assert_eq!(t.effect_lines, 60);
+    // the fairness loops (untraced only): 2 x 9 x (7 x 2 + 2) = 288 rows; 60 effect lines. Then
+    // the set `vm-2026-12-06`: 3 NO_HRTICK rows on 7.3.4 and one effect line.
+    assert_eq!(t.rows.len(), 288 + 3);
+    assert_eq!(t.effect_lines, 60 + 1);
     // Every metric of every effect line is one effect (1 to 5 per line).
-    assert_eq!(t.effects.len(), 115);
+    assert_eq!(t.effects.len(), 115 + 1);
+    let last = t.effects.last().unwrap();
+    assert_eq!((last.key.variant.as_str(), last.key.workload.as_str()), ("NO_HRTICK", "hb_thr_pipe"));
+    let v = t.row(&last.key).unwrap().metrics["switches_per_op"].median;
+    assert!((v - 0.097).abs() < 0.0005, "{v}");
     let first = &t.effects[0];
     assert_eq!(first.key.variant, "NO_PLACE_LAG");
     assert_eq!(first.key.guest.kernel, "6.12.117");
