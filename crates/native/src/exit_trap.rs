@@ -47,7 +47,8 @@
 //!
 //! Against `getrusage(RUSAGE_CHILDREN)`, which adds each task's `nvcsw`/`nivcsw` when it is
 //! released: a thread is released in `exit_notify()` before its final switch (autoreap), so its
-//! share equals the trap's reading; a process is added when its parent reaps it, normally after
+//! share is the trap's reading plus whatever it switched in `do_exit()` between the reading and
+//! `exit_notify()` (a preemption, a sleep on a lock; measured: a few per hundred); a process is added when its parent reaps it, normally after
 //! its final switch (+1 voluntary), but the parent may reap it on another CPU before that
 //! switch (`wait_task_zombie()` reads `nvcsw` while the child is still on its CPU). So the
 //! whole tree's rusage is the readings' sum plus one voluntary switch per reaped process, less

@@ -55,14 +55,19 @@ fn sums(r: &NativeRun) -> (u64, u64) {
 }
 
 /// Threads: an exiting thread is released (its `nvcsw`/`nivcsw` added to its process's) in
-/// `exit_notify()`, before its final switch, so the trap's readings, taken in the notification
-/// wait, are exactly what rusage gets; the main is read as a zombie after its final switch,
-/// as its reaping sees it.
+/// `exit_notify()`, after the trap's reading in the notification wait; the main is read as a
+/// zombie after its final switch, as its reaping sees it. Between the reading and the release a
+/// thread can still switch (a preemption, or a sleep on a lock in `do_exit()`: seen as 1 of 3
+/// and 7 of 81 voluntary switches more in rusage on 6.18), so rusage is at least the readings
+/// and at most one switch of each kind per worker more.
 #[test]
 fn hackbench_threads_are_read_at_their_exits_and_add_up_to_rusage() {
     let Some(r) = run("hackbench -T -p -g 2 -f 5 -l 50") else { return };
     check_every_task_read_once(&r, 20);
-    assert_eq!(Some(sums(&r)), r.rusage_switches, "per-task (voluntary, involuntary) against getrusage");
+    let (v, i) = sums(&r);
+    let (rv, ri) = r.rusage_switches.unwrap();
+    assert!(rv >= v && rv - v <= 20, "voluntary: rusage {rv}, per task {v}");
+    assert!(ri >= i && ri - i <= 20, "involuntary: rusage {ri}, per task {i}");
 }
 
 /// Processes: each worker is added to rusage when rt-tests' main reaps it, normally after its

@@ -26,6 +26,11 @@ pub enum Op {
     /// Jump back to `target` until counter `slot` reaches `count` (`u32::MAX`: forever), then
     /// reset the counter and fall through.
     Loop { target: u32, slot: u16, count: u32 },
+    /// Jump back to `target` until `ns` of time have passed since the first pass, then fall
+    /// through: a busy loop polling the clock (`end = now() + secs; while (now() < end)`, as
+    /// the ground truth's `hogs.c` does through the vDSO, no system call). The deadline is
+    /// kept in timer `slot` (cleared on the way out, so the loop can run again).
+    LoopUntil { target: u32, slot: u16, ns: u64 },
     /// Exit the task.
     Exit,
 
@@ -117,7 +122,7 @@ impl TaskSpec {
             _ => None,
         });
         let nr_timers = slots(|op| match op {
-            Op::Timer { slot, .. } => Some(*slot),
+            Op::Timer { slot, .. } | Op::LoopUntil { slot, .. } => Some(*slot),
             _ => None,
         });
         TaskSpec {
@@ -149,6 +154,9 @@ impl TaskSpec {
         for (i, op) in self.ops.iter().enumerate() {
             match *op {
                 Op::Loop { target, slot, count } if (target as usize > i || slot >= self.nr_slots || count == 0) => {
+                    return Err(format!("task `{}`: bad loop at op {i}", self.comm));
+                }
+                Op::LoopUntil { target, slot, .. } if (target as usize > i || slot >= self.nr_timers) => {
                     return Err(format!("task `{}`: bad loop at op {i}", self.comm));
                 }
                 Op::Timer { slot, period_ns, .. } if (slot >= self.nr_timers || period_ns == 0) => {

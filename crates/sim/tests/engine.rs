@@ -453,3 +453,27 @@ fn an_unbound_kthread_timeout_fires_on_a_busy_cpu() {
     assert!(wakings.len() >= 4, "{wakings:?}");
     assert!(wakings.iter().all(|&(_, cpu)| cpu == 0), "{wakings:?}");
 }
+
+/// `LoopUntil` is a busy loop on the clock: a task sharing one CPU with a hog leaves it 2 ms
+/// (of time) after its own start, having run only about half of that, and its launcher's
+/// `wait()` returns then.
+#[test]
+fn loop_until_ends_by_the_clock_not_cpu_time() {
+    let mut child =
+        task("clock", 0, vec![Op::Run { ns: 50_000 }, Op::LoopUntil { target: 0, slot: 0, ns: 2_000_000 }, Op::Exit]);
+    child.cpus = Some(vec![0]);
+    child.spawned = true;
+    let mut launcher =
+        task("launcher", 0, vec![Op::Run { ns: 300_000 }, Op::Spawn { spec: 1 }, Op::WaitChildren, Op::Exit]);
+    launcher.cpus = Some(vec![0]);
+    let mut other = hog("hog", 0);
+    other.cpus = Some(vec![0]);
+    let r = run(SchedConfig::v7_3(), 1, 1, vec![launcher, child, other], true);
+    let c = r.tasks.iter().find(|t| t.comm == "clock").unwrap();
+    let l = r.tasks.iter().find(|t| t.comm == "launcher").unwrap();
+    assert!(c.exited && l.exited, "{c:?}\n{l:?}");
+    // Created after the launcher's 0.3 ms of CPU (shared with the hog: about 0.6 ms of time).
+    let runtime = c.sum_exec_runtime_ns;
+    assert!((800_000..1_300_000).contains(&runtime), "the child ran {runtime} ns of its 2 ms");
+    assert_eq!(l.stats.nr_wakeups, 1, "{l:?}");
+}

@@ -90,8 +90,7 @@ pub fn build(name: &str, nr_cpus: u32) -> Result<CaseWorkload, String> {
             if nr_cpus < 2 {
                 return Err("fair_3on2 needs at least 2 CPUs".into());
             }
-            let cpus = Some(vec![0, 1]);
-            hogs(&[(0, cpus.clone()), (0, cpus.clone()), (0, cpus)], "three nice-0 on CPUs 0-1")
+            forked_hogs(3, vec![0, 1])
         }
         other => Err(format!(
             "unknown ground-truth workload `{other}` (known: {})",
@@ -120,6 +119,48 @@ fn hogs(specs: &[(i32, Option<Vec<u32>>)], what: &str) -> Result<CaseWorkload, S
         objects: Vec::new(),
         duration_ns: Some(FAIR_NS),
         command: format!("busy loops: {what}, 2 s"),
+        kind: Kind::Fairness,
+        tool_metric: None,
+    })
+}
+
+/// The comm of a fairness case's launcher process, where it has one (`hogs.c`'s parent).
+pub const LAUNCHER_COMM: &str = "hogs";
+
+/// The ground truth's `hogs N 2` (`data/ground-truth/qemu-2vcpu/traces/hogs.c`): one process
+/// forks `n` children, each a busy loop on `cpus` until 2 s after its start (the clock read
+/// through the vDSO, no system call), then `_exit`; the parent sleeps in `wait()` and reaps
+/// them. The parent's sleeps, its wakeups at each exit and the exits' switch-outs are the
+/// voluntary switches of the real run (parent `S` 3x and `Z`, each child `Z`, in
+/// `fair_3on2-7.3.4.txt.gz`), and the parent's wakeups may migrate it.
+fn forked_hogs(n: u32, cpus: Vec<u32>) -> Result<CaseWorkload, String> {
+    use sim::program::Op;
+    let mut parent = TaskSpec::new(
+        LAUNCHER_COMM,
+        (1..=n).map(|spec| Op::Spawn { spec }).chain([Op::WaitChildren, Op::Exit]).collect(),
+    );
+    parent.mm = 0;
+    let mut tasks = vec![parent];
+    for i in 1..=n {
+        // The deadline is taken at the loop's first pass, after one chunk of the busy loop.
+        const CHUNK: u64 = 100_000;
+        let loop_ns = FAIR_NS - CHUNK;
+        let mut child = TaskSpec::new(
+            "hog",
+            vec![Op::Run { ns: CHUNK }, Op::LoopUntil { target: 0, slot: 0, ns: loop_ns }, Op::Exit],
+        );
+        child.cpus = Some(cpus.clone());
+        child.spawned = true;
+        // fork(): each child is a process of its own.
+        child.mm = i;
+        tasks.push(child);
+    }
+    Ok(CaseWorkload {
+        tasks,
+        objects: Vec::new(),
+        // The children end themselves; the bound only stops a run that would not.
+        duration_ns: Some(FAIR_NS + FAIR_NS / 4),
+        command: format!("hogs {n} 2 (fork {n} busy loops on CPUs {cpus:?}, 2 s each, wait)"),
         kind: Kind::Fairness,
         tool_metric: None,
     })
@@ -171,7 +212,9 @@ pub fn metrics(kind: Kind, report: &SimReport, bench_value: f64) -> BTreeMap<&'s
         }
     };
     if kind == Kind::Fairness {
-        let run: Vec<f64> = bench_tasks().map(|t| t.sum_exec_runtime_ns as f64).collect();
+        // The shares are the hogs' (not their launcher's).
+        let run: Vec<f64> =
+            bench_tasks().filter(|t| t.comm != LAUNCHER_COMM).map(|t| t.sum_exec_runtime_ns as f64).collect();
         let total: f64 = run.iter().sum();
         let secs = report.simulated_ns as f64 / 1e9;
         if run.len() == 2 {

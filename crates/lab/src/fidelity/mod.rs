@@ -148,7 +148,8 @@ pub fn run_case(
         .run()
         .map_err(|v| LabError::Internal(format!("{workload} (seed {seed}): invariant violated: {v}")))?;
     let finished = match w.kind {
-        cases::Kind::Fairness => report.stop == StopReason::TimeLimit,
+        // Busy loops that run until the time limit, or hogs that exit by themselves.
+        cases::Kind::Fairness => matches!(report.stop, StopReason::TimeLimit | StopReason::AllExited),
         _ => report.stop == StopReason::AllExited,
     };
     if !finished {

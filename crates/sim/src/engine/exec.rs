@@ -210,6 +210,15 @@ impl Sim {
                 }
                 Step::Next
             }
+            Op::LoopUntil { target, slot, ns } => {
+                let end = *task.timer_next[slot as usize].get_or_insert(now + ns);
+                if now < end {
+                    task.pc = target;
+                } else {
+                    task.timer_next[slot as usize] = None;
+                }
+                Step::Next
+            }
             Op::Exit => Step::Kernel { remaining: syscall, then: AfterKernel::Exit },
             _ => unreachable!("handled above"),
         };
