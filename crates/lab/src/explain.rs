@@ -530,7 +530,7 @@ fn describe(r: &Rec, comms: &BTreeMap<u32, String>) -> String {
             r.cpu,
             t(prev),
             match prev_state {
-                PrevState::Running => "preempted",
+                PrevState::Running | PrevState::Preempted => "preempted",
                 PrevState::Sleeping => "sleeps",
                 PrevState::Uninterruptible => "sleeps on a lock",
                 PrevState::Dead => "exited",
@@ -552,7 +552,7 @@ fn why(r: &Rec, v: &Variant) -> String {
         Kind::Preempt { preempt, reason, curr_state: c, wakee_state: w, .. } => wakeup_why(preempt, reason, &c, &w, v),
         Kind::Place { reason, .. } => select_why(reason),
         Kind::Switch { prev_state, .. } => match prev_state {
-            PrevState::Running => {
+            PrevState::Running | PrevState::Preempted => {
                 "curr was preempted: a reschedule it had pending (wakeup preemption, tick or slice end) was acted on"
                     .into()
             }

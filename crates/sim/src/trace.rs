@@ -21,9 +21,11 @@ pub struct TaskRef<'a> {
 /// `prev_state` of `sched_switch`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PrevState {
-    /// Preempted or yielded (`R`, or `R+` when preempted: the kernel prints `R+` for
-    /// TASK_REPORT_MAX preemption).
+    /// Still runnable, switched out by `schedule()`: preempted on the way back to user mode,
+    /// or yielded (`R`).
     Running,
+    /// Preempted inside the kernel (`SM_PREEMPT`: the kernel prints `R+`, TASK_REPORT_MAX).
+    Preempted,
     /// Asleep (`S`).
     Sleeping,
     /// Asleep `TASK_UNINTERRUPTIBLE` (`D`): on a mutex.

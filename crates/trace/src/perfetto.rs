@@ -250,7 +250,8 @@ impl<W: Write> PerfettoWriter<W> {
                 let state = match prev_state {
                     // Perfetto decodes the kernel's preempted bit by kernel version; plain
                     // running is unambiguous.
-                    PrevState::Running => proto::task_state::RUNNING,
+                    // Perfetto decodes the preempted bit by kernel version; both print runnable.
+                    PrevState::Running | PrevState::Preempted => proto::task_state::RUNNING,
                     PrevState::Sleeping => proto::task_state::INTERRUPTIBLE,
                     PrevState::Uninterruptible => proto::task_state::UNINTERRUPTIBLE,
                     PrevState::Dead => proto::task_state::EXIT_DEAD,
@@ -265,7 +266,10 @@ impl<W: Write> PerfettoWriter<W> {
                     next_prio: Some(next.prio),
                 };
                 self.push_ftrace(cpu, ftrace(E::SchedSwitch(sw)))?;
-                if prev.pid != 0 && *prev_state != PrevState::Running && self.queued.remove(&prev.pid).is_some() {
+                if prev.pid != 0
+                    && !matches!(prev_state, PrevState::Running | PrevState::Preempted)
+                    && self.queued.remove(&prev.pid).is_some()
+                {
                     self.add_running(ts_ns, cpu, -1)?;
                 }
             }

@@ -194,12 +194,15 @@ impl<W: Write> TraceSink for FtraceTextWriter<W> {
     }
 }
 
-/// `prev_state` as `sched_switch` prints it: `R+` for a preempted task (TASK_REPORT_MAX), `S`
-/// for a sleeping one, `X` (EXIT_DEAD) for one that exited. The idle task leaves the CPU
-/// through `schedule_idle()`, not a preemption, and shows `R`.
+/// `prev_state` as `sched_switch` prints it: `R+` for a task preempted inside the kernel
+/// (TASK_REPORT_MAX), `R` for one switched out runnable by `schedule()` (preempted on the
+/// way back to user mode, or yielding), `S` for a sleeping one, `D` on a mutex, `X`
+/// (EXIT_DEAD) for one that exited. The idle task leaves the CPU through `schedule_idle()`,
+/// not a preemption, and shows `R`.
 pub(crate) fn prev_state_str(s: PrevState) -> &'static str {
     match s {
-        PrevState::Running => "R+",
+        PrevState::Running => "R",
+        PrevState::Preempted => "R+",
         PrevState::Sleeping => "S",
         PrevState::Uninterruptible => "D",
         PrevState::Dead => "X",

@@ -60,7 +60,7 @@ fn events() -> Vec<(u64, u32, TraceEvent<'static>)> {
         ),
         (2_000_001_000, 1, TraceEvent::WakeupLag { pid: 102, vlag: -1_250 }),
         (2_000_001_500, 1, TraceEvent::TimerExpire { function: "hrtick" }),
-        (2_000_002_000, 1, TraceEvent::Switch { prev: A, prev_state: PrevState::Running, next: B }),
+        (2_000_002_000, 1, TraceEvent::Switch { prev: A, prev_state: PrevState::Preempted, next: B }),
         (2_000_003_000, 1, TraceEvent::Exit { task: B }),
         (2_000_003_000, 1, TraceEvent::Switch { prev: B, prev_state: PrevState::Dead, next: A }),
         (12_345_678_901_234, 1, TraceEvent::Switch { prev: A, prev_state: PrevState::Sleeping, next: IDLE }),
@@ -147,7 +147,8 @@ fn text_round_trip() {
                     prev: id(&prev),
                     prev_state: match prev_state {
                         _ if prev.pid == 0 => "R",
-                        PrevState::Running => "R+",
+                        PrevState::Running => "R",
+                        PrevState::Preempted => "R+",
                         PrevState::Sleeping => "S",
                         PrevState::Uninterruptible => "D",
                         PrevState::Dead => "X",

@@ -134,3 +134,21 @@ fn same_seed_same_bytes() {
     };
     assert_eq!(perfetto(), perfetto());
 }
+
+/// `prev_state` of a preempted task is `R` when it was preempted on the way back to user mode
+/// (`schedule()` from `exit_to_user_mode_loop()`) and `R+` only inside the kernel
+/// (`SM_PREEMPT`). These workers compute in user mode, so the tick and the hrtick preempt them
+/// there: every involuntary switch prints `R`, as the real fair_3on2-7.3.4 trace's hogs show
+/// (84-91 `R` each, 0-2 `R+`).
+#[test]
+fn user_mode_preemptions_print_r_not_r_plus() {
+    let (r, bytes) = text(Precision::Nanos);
+    let out = String::from_utf8(bytes).unwrap();
+    let worker_out = |state: &str| {
+        out.lines().filter(|l| l.contains("prev_comm=worker-") && l.contains(&format!("prev_state={state} "))).count()
+            as u64
+    };
+    assert!(r.counters.nr_involuntary_switches > 0);
+    assert_eq!(worker_out("R"), r.counters.nr_involuntary_switches);
+    assert_eq!(worker_out("R+"), 0);
+}

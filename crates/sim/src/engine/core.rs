@@ -34,14 +34,27 @@ pub(super) enum IdleState {
 /// How a task leaves the CPU in `schedule()`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Switch {
-    /// Preemption or yield: the task stays runnable.
+    /// Preemption on the way back to user mode, or a yield: `schedule()` from
+    /// `exit_to_user_mode_loop()` or `sched_yield()` (`SM_NONE`), traced `R`. The task stays
+    /// runnable.
     Preempt,
+    /// Preemption inside the kernel: `preempt_schedule_irq()` at an interrupt's return,
+    /// `preempt_schedule()` at `preempt_enable()`, `__cond_resched()` (`SM_PREEMPT`), traced
+    /// `R+` (TASK_REPORT_MAX). The task stays runnable.
+    PreemptKernel,
     /// The task sleeps (`DEQUEUE_SLEEP`, may be delayed).
     Block,
     /// The task sleeps `TASK_UNINTERRUPTIBLE` (a mutex): as `Block`, traced as `D`.
     BlockUninterruptible,
     /// The task exits (`TASK_DEAD`: a special state, never delayed).
     Exit,
+}
+
+impl Switch {
+    /// An involuntary switch: the task stays runnable.
+    fn preempts(self) -> bool {
+        matches!(self, Switch::Preempt | Switch::PreemptKernel)
+    }
 }
 
 impl Sim {
@@ -176,7 +189,9 @@ impl Sim {
             }
         };
         if act {
-            self.schedule(cpu, Switch::Preempt);
+            // From user mode the interrupt returns through exit_to_user_mode_loop()'s schedule().
+            let how = if self.in_kernel(cpu) { Switch::PreemptKernel } else { Switch::Preempt };
+            self.schedule(cpu, how);
         }
         act
     }
@@ -217,7 +232,7 @@ impl Sim {
         let prev = self.rqs[cpu as usize].curr;
         if let Some(p) = prev {
             match how {
-                Switch::Preempt => {}
+                Switch::Preempt | Switch::PreemptKernel => {}
                 Switch::Block | Switch::BlockUninterruptible => {
                     self.tasks[p.idx()].state = TaskState::Blocked;
                     self.fair(cpu).dequeue_task_fair(p, deq::SLEEP);
@@ -263,6 +278,7 @@ impl Sim {
         if self.tracing() {
             let state = match how {
                 Switch::Preempt => crate::trace::PrevState::Running,
+                Switch::PreemptKernel => crate::trace::PrevState::Preempted,
                 Switch::Block => crate::trace::PrevState::Sleeping,
                 Switch::BlockUninterruptible => crate::trace::PrevState::Uninterruptible,
                 Switch::Exit => crate::trace::PrevState::Dead,
@@ -276,7 +292,7 @@ impl Sim {
             let st = &mut self.tasks[p.idx()].stats;
             st.nr_switches += 1;
             self.counters.nr_switches += 1;
-            if how == Switch::Preempt {
+            if how.preempts() {
                 st.nr_involuntary_switches += 1;
                 self.counters.nr_involuntary_switches += 1;
                 match cause {
@@ -300,7 +316,7 @@ impl Sim {
             let w = &mut self.wakee_switch_ins[n.idx()];
             match prev {
                 None => w.from_idle += 1,
-                Some(_) if how == Switch::Preempt && !pushed_prev => w.preempting += 1,
+                Some(_) if how.preempts() && !pushed_prev => w.preempting += 1,
                 Some(_) => {}
             }
         }

@@ -490,7 +490,9 @@ impl Sim {
                     if let Some(o) = wait_obj {
                         self.ipc.objects[o as usize].cancel_wait(t);
                     }
-                    self.schedule(cpu, Switch::Preempt);
+                    // __cond_resched() in might_sleep() (voluntary) or preempt_schedule() at
+                    // the wait queue's unlock (full, lazy): inside the kernel.
+                    self.schedule(cpu, Switch::PreemptKernel);
                     return false;
                 }
                 self.schedule(cpu, Switch::Block);
