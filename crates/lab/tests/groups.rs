@@ -102,19 +102,21 @@ fn autogroup_divides_cpu_per_session() {
 /// requeue of a delayed task (`ttwu_runnable()`), and the run differs from the root-group one.
 #[test]
 fn pipe_groups_per_version() {
+    // The differences are a few switches in 10 000, and a seed can miss them: seeds 1-3.
+    let key = |r: &SimReport| (r.counters.nr_switches, r.counters.nr_involuntary_switches, r.simulated_ns);
     for kernel in ["v7.3", "v7.2", "v6.12"] {
-        let root = run(kernel, 2, "--autogroup off --cpus 0 pipe -l 5000", 1);
-        let two = run(kernel, 2, "--autogroup off --cpus 0 pipe -l 5000 -G A,B", 1);
-        let one = run(kernel, 2, "--autogroup on --cpus 0 pipe -l 5000", 1);
-        let key = |r: &SimReport| (r.counters.nr_switches, r.counters.nr_involuntary_switches, r.simulated_ns);
+        let keys = |line: &str| (1..=3).map(|seed| key(&run(kernel, 2, line, seed))).collect::<Vec<_>>();
+        let root = keys("--autogroup off --cpus 0 pipe -l 5000");
+        let two = keys("--autogroup off --cpus 0 pipe -l 5000 -G A,B");
+        let one = keys("--autogroup on --cpus 0 pipe -l 5000");
         if kernel == "v7.3" {
-            assert_eq!(key(&two), key(&root), "{kernel}: -G A,B is the root-group ping-pong");
-            assert_ne!(key(&one), key(&root), "{kernel}: one shared group reweights the pair");
+            assert_eq!(two, root, "{kernel}: -G A,B is the root-group ping-pong");
+            assert_ne!(one, root, "{kernel}: one shared group reweights the pair");
         } else {
-            assert_ne!(key(&two), key(&root), "{kernel}: -G A,B delays group entities, not the workers");
-            assert_eq!(key(&one), key(&root), "{kernel}: a lone group's level decides as the root");
+            assert_ne!(two, root, "{kernel}: -G A,B delays group entities, not the workers");
+            assert_eq!(one, root, "{kernel}: a lone group's level decides as the root");
         }
-        assert!(root.counters.nr_switches >= 5_000, "{kernel}: the pinned pair switches every loop");
+        assert!(root.iter().all(|k| k.0 >= 5_000), "{kernel}: the pinned pair switches every loop");
     }
 }
 

@@ -280,12 +280,15 @@ fn wa_weight() {
 
 /// WA_BIAS: `wake_affine_weight` inflates the previous CPU's load by half the domain's
 /// imbalance_pct, favouring the waker's CPU; without the bias fewer wakeups are affine. On two
-/// CPUs the weight test decides most attempts (on four, `wake_affine_idle` and the balancer's
-/// moves blur it: 11 % vs 22 % of affine attempts go either way over 5 seeds).
+/// CPUs with the ground truth's hb_pipe (`-g 1 -l 200`) the weight test decides most attempts:
+/// 8 seeds give 18.0 % vs 9.8 % of affine attempts. (With `-g 2 -l 100` the pair of groups
+/// settles in another regime, where the bias moves 5.0 % vs 7.0 % the other way; on four CPUs
+/// `wake_affine_idle` and the balancer's moves blur it: 11 % vs 22 % either way over 5 seeds.)
 #[test]
 fn wa_bias() {
-    let on = bench("v7.3", "smp:2", None, HB);
-    let off = bench("v7.3 NO_WA_BIAS", "smp:2", None, HB);
+    let argv = "hackbench -p -g 1 -l 200";
+    let on = bench("v7.3", "smp:2", None, argv);
+    let off = bench("v7.3 NO_WA_BIAS", "smp:2", None, argv);
     assert!(affine_share(&off) < affine_share(&on), "{on:?}\n{off:?}");
 }
 

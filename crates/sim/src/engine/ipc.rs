@@ -17,18 +17,17 @@
 //!    the waker's `try_to_wake_up` for it, after the waiters before it; the walk holds the
 //!    queue's lock, so these stretches are not preemption points, even under full preemption.
 //!
-//! Pipe reads and writes hold `pipe->mutex` ([`crate::ipc::Mutex`]) across their kernel
-//! stretch and release it before the wakes. A caller finding it taken spins (a `Spin` stretch,
-//! not preemptible) while the owner is on a CPU and this CPU has no full reschedule pending,
-//! for as long as the owner's current stretch, then tries again; otherwise it sleeps
-//! `TASK_UNINTERRUPTIBLE` (traced `D`) until an unlock wakes it. This is what turns a holder
-//! preempted inside a write (the hrtick's full reschedule, a tick upgrading a lazy one) into a
-//! convoy of sleeping writers: real 7.3.4 traces show chains of `D` switch-outs in
-//! `__mutex_lock` from `anon_pipe_write`, 140-224 per `hackbench -T -p -g 2 -l 100` with
-//! HRTICK and 1-2 without (docs/fidelity.md). **Deviations:** the hold includes the call's
-//! entry and exit (`syscall_ns`), which the kernel runs unlocked (taking the lock after the
-//! entry instead flips the knife-edge NO_DELAY_DEQUEUE effect on 6.12 and scores no better);
-//! a spinner whose owner is preempted notices at the end of the owner's stretch, not at once.
+//! Pipe reads and writes run their entry and the unlocked part of the call first (an `Entry`
+//! stretch), then take `pipe->mutex` ([`crate::ipc::Mutex`]) for the locked part and the copy
+//! ([`PIPE_LOCKED_PCT`], measured) and release it before the wakes. A caller finding it taken
+//! spins (a `Spin` stretch, not preemptible) while the owner is on a CPU and this CPU has no
+//! full reschedule pending, for as long as the owner's current stretch, then tries again;
+//! otherwise it sleeps `TASK_UNINTERRUPTIBLE` (traced `D`) until an unlock wakes it. This is
+//! what turns a holder preempted inside a write (the hrtick's full reschedule, a tick upgrading
+//! a lazy one) into a convoy of sleeping writers: real 7.3.4 traces show chains of `D`
+//! switch-outs in `__mutex_lock` from `anon_pipe_write`, 140-300 per `hackbench -T -p -g 2 -l
+//! 100` with HRTICK and 1-2 without (docs/fidelity.md). **Deviation:** a spinner whose owner
+//! is preempted notices at the end of the owner's stretch, not at once.
 
 //! Then the task returns to user mode (a preemption point) or sleeps: its program counter is
 //! rewound so that the operation is retried when it is woken, with `resumed = true` (no
@@ -79,6 +78,8 @@ enum Phase {
     Syscall,
     /// The waker's `try_to_wake_up` work.
     Wakes,
+    /// The call's entry and its part outside the object's mutex (pipes), before the lock.
+    Entry,
     /// `mutex_optimistic_spin()` on an object's mutex whose owner runs on another CPU: until
     /// the owner's kernel stretch ends, then the lock is tried again.
     Spin,
@@ -208,6 +209,20 @@ fn copy_ns(bytes: u32, per_kib: u64) -> u64 {
     (u64::from(bytes) * per_kib).div_ceil(1024)
 }
 
+/// Share of a pipe call's own cost (`pipe_write_ns`, `pipe_read_ns`) spent under `pipe->mutex`,
+/// in percent; the rest (the `vfs_write`/`vfs_read` prologue and `fsnotify`, the page prefill of
+/// 7.3's `anon_pipe_prefill_and_lock()`) runs before the lock, with the call's entry. Measured
+/// on real 7.3.4 (docs/fidelity.md, "The pipe mutex"): of 132 in-kernel preemptions of a
+/// hackbench sender inside a `write` before its wakeup, 27 caught it holding the mutex.
+/// **Deviation:** reads are taken to split as writes do (not measured), and the unlocked part
+/// is charged before the lock, where part of it (`fsnotify`) runs after.
+const PIPE_LOCKED_PCT: u64 = 20;
+
+/// The part of a pipe call's cost `base` under `pipe->mutex`.
+fn locked_part(base: u64) -> u64 {
+    base * PIPE_LOCKED_PCT / 100
+}
+
 impl Sim {
     /// Replaces the IPC model's parameters (kernel-version switches and per-operation costs).
     /// Call it between `Sim::new` and `run`: the objects are rebuilt empty.
@@ -245,6 +260,18 @@ impl Sim {
         let resumed = st.resumed;
         let mut cost = if st.entered { 0 } else { syscall_ns };
         st.entered = true;
+        if cost > 0
+            && let Op::Write { obj, .. } | Op::Read { obj, .. } = *op
+            && let o = &objects[obj as usize]
+            && o.has_mutex()
+        {
+            // The call's entry and the part of it outside pipe->mutex run first, unlocked (an
+            // `Entry` stretch); the lock is tried at its end.
+            let base = if matches!(*op, Op::Write { .. }) { o.write_cost(costs) } else { o.read_cost(costs) };
+            st.phase = Phase::Entry;
+            let cost = self.cost(cost + base - locked_part(base));
+            return Step::Kernel { remaining: cost, then: AfterKernel::Ipc };
+        }
         let mut wakes = std::mem::take(&mut st.wakes);
         wakes.clear();
         st.wait_obj = None;
@@ -286,7 +313,9 @@ impl Sim {
                 // Charge the entry and the copy of what is left now; apply the write at the end
                 // of that time (`ipc_complete`), when the data becomes visible to readers.
                 let o = &objects[obj as usize];
-                cost += o.write_cost(costs) + copy_ns(bytes.saturating_sub(st.done), per_kib);
+                let base = o.write_cost(costs);
+                cost += if o.has_mutex() { locked_part(base) } else { base }
+                    + copy_ns(bytes.saturating_sub(st.done), per_kib);
                 st.phase = Phase::Copy { obj, bytes };
                 st.wait_obj = Some(obj);
                 st.wakes = wakes;
@@ -298,7 +327,8 @@ impl Sim {
                 let o = &mut objects[obj as usize];
                 let x = o.read(t, bytes.saturating_sub(st.done), resumed, &mut wakes);
                 st.done = st.done.saturating_add(x.bytes);
-                cost += o.read_cost(costs) + copy_ns(x.bytes, per_kib);
+                let base = o.read_cost(costs);
+                cost += if o.has_mutex() { locked_part(base) } else { base } + copy_ns(x.bytes, per_kib);
                 if x.blocked {
                     Outcome::Block
                 } else if exact && st.done < bytes && !matches!(o, Object::EventFd(_)) {
@@ -384,6 +414,12 @@ impl Sim {
             st.wakes = wakes;
         }
         let st = entry(&mut self.ipc.tasks, t);
+        if st.phase == Phase::Entry {
+            // Into the locked part of the call: fetch it again, now to take the mutex.
+            st.phase = Phase::Syscall;
+            self.tasks[t.idx()].pc -= 1;
+            return true;
+        }
         if st.phase == Phase::Spin {
             // The owner's stretch is over (or it left the CPU): try the lock again. The end of
             // the spin is the slow path's preempt_enable(), a preemption point.

@@ -333,6 +333,11 @@ impl Object {
         }
     }
 
+    /// Whether calls on the object run under a mutex of its own (pipes: `pipe->mutex`).
+    pub fn has_mutex(&self) -> bool {
+        matches!(self, Object::Pipe(_))
+    }
+
     /// Base kernel cost of one write / read attempt (see [`IpcCosts`]).
     pub fn write_cost(&self, c: &IpcCosts) -> u64 {
         match self {
