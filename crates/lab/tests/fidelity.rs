@@ -199,7 +199,7 @@ impl sim::trace::TraceSink for MutexSleeps {
 /// mutex (lazy preemption acts on it in the kernel) and the pipe's other writers sleep behind
 /// it. The model in the 7.3.4 guest's fitted cost profile (scale and exit latency as
 /// `schedlab fidelity` printed them on 2026-12-06) makes the same convoys, and none without
-/// HRTICK (it makes too many: docs/fidelity.md, "The pipe mutex").
+/// HRTICK (docs/fidelity.md, "The pipe mutex", compares their number with the real runs').
 #[test]
 fn hrtick_preempts_pipe_mutex_holders() {
     use sim::engine::{Sim, SimSetup};
