@@ -156,7 +156,8 @@ impl TaskSpec {
                 Op::Loop { target, slot, count } if (target as usize > i || slot >= self.nr_slots || count == 0) => {
                     return Err(format!("task `{}`: bad loop at op {i}", self.comm));
                 }
-                Op::LoopUntil { target, slot, .. } if (target as usize > i || slot >= self.nr_timers) => {
+                // The body must hold an instruction: an empty one would spin without time passing.
+                Op::LoopUntil { target, slot, .. } if (target as usize >= i || slot >= self.nr_timers) => {
                     return Err(format!("task `{}`: bad loop at op {i}", self.comm));
                 }
                 Op::Timer { slot, period_ns, .. } if (slot >= self.nr_timers || period_ns == 0) => {

@@ -477,3 +477,21 @@ fn loop_until_ends_by_the_clock_not_cpu_time() {
     assert!((800_000..1_300_000).contains(&runtime), "the child ran {runtime} ns of its 2 ms");
     assert_eq!(l.stats.nr_wakeups, 1, "{l:?}");
 }
+
+/// A `LoopUntil` whose body is empty (it jumps to itself) would spin without simulated time
+/// passing: it is rejected when the simulation is built.
+#[test]
+fn loop_until_needs_a_body() {
+    let t = task("spin", 0, vec![Op::LoopUntil { target: 0, slot: 0, ns: 1_000 }, Op::Exit]);
+    let setup = SimSetup {
+        sched: SchedConfig::v7_3(),
+        topology: Topology::smp(1),
+        seed: 1,
+        limits: Limits { max_events: 1_000, max_time_ns: 1_000_000 },
+        tasks: vec![t],
+        objects: vec![],
+        check_invariants: false,
+        groups: Vec::new(),
+    };
+    assert!(Sim::new(setup).is_err());
+}

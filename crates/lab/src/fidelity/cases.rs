@@ -90,7 +90,7 @@ pub fn build(name: &str, nr_cpus: u32) -> Result<CaseWorkload, String> {
             if nr_cpus < 2 {
                 return Err("fair_3on2 needs at least 2 CPUs".into());
             }
-            forked_hogs(3, vec![0, 1])
+            Ok(forked_hogs(3, vec![0, 1]))
         }
         other => Err(format!(
             "unknown ground-truth workload `{other}` (known: {})",
@@ -133,13 +133,13 @@ pub const LAUNCHER_COMM: &str = "hogs";
 /// them. The parent's sleeps, its wakeups at each exit and the exits' switch-outs are the
 /// voluntary switches of the real run (parent `S` 3x and `Z`, each child `Z`, in
 /// `fair_3on2-7.3.4.txt.gz`), and the parent's wakeups may migrate it.
-fn forked_hogs(n: u32, cpus: Vec<u32>) -> Result<CaseWorkload, String> {
+fn forked_hogs(n: u32, cpus: Vec<u32>) -> CaseWorkload {
     use sim::program::Op;
-    let mut parent = TaskSpec::new(
+    // The launcher is address space 0 (as TaskSpec::new makes it), each child one of its own.
+    let parent = TaskSpec::new(
         LAUNCHER_COMM,
         (1..=n).map(|spec| Op::Spawn { spec }).chain([Op::WaitChildren, Op::Exit]).collect(),
     );
-    parent.mm = 0;
     let mut tasks = vec![parent];
     for i in 1..=n {
         // The deadline is taken at the loop's first pass, after one chunk of the busy loop.
@@ -155,7 +155,7 @@ fn forked_hogs(n: u32, cpus: Vec<u32>) -> Result<CaseWorkload, String> {
         child.mm = i;
         tasks.push(child);
     }
-    Ok(CaseWorkload {
+    CaseWorkload {
         tasks,
         objects: Vec::new(),
         // The children end themselves; the bound only stops a run that would not.
@@ -163,7 +163,7 @@ fn forked_hogs(n: u32, cpus: Vec<u32>) -> Result<CaseWorkload, String> {
         command: format!("hogs {n} 2 (fork {n} busy loops on CPUs {cpus:?}, 2 s each, wait)"),
         kind: Kind::Fairness,
         tool_metric: None,
-    })
+    }
 }
 
 /// Per-task counters summed over the run.

@@ -28,7 +28,7 @@
 //! switch-outs in `__mutex_lock` from `anon_pipe_write`, 140-300 per `hackbench -T -p -g 2 -l
 //! 100` with HRTICK and 1-2 without (docs/fidelity.md). **Deviation:** a spinner whose owner
 //! is preempted notices at the end of the owner's stretch, not at once.
-
+//!
 //! Then the task returns to user mode (a preemption point) or sleeps: its program counter is
 //! rewound so that the operation is retried when it is woken, with `resumed = true` (no
 //! syscall entry cost, the object continues the same call). Progress (bytes already written or

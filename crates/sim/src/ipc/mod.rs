@@ -252,6 +252,11 @@ impl Object {
         }
     }
 
+    /// Whether the object has that lock ([`Object::mutex_mut`] is `Some` exactly then).
+    pub fn has_mutex(&self) -> bool {
+        matches!(self, Object::Pipe(_))
+    }
+
     /// Whether a call about to sleep on this object passes a `might_sleep()` first: pipes
     /// wait in `wait_event_interruptible_exclusive()` (fs/pipe.c v7.3.4 `anon_pipe_read`,
     /// `anon_pipe_write`), whose `might_sleep()` is a preemption point under
@@ -331,11 +336,6 @@ impl Object {
             Object::EventFd(e) => e.wqh.contains(t),
             Object::Futex(f) => f.is_waiting(t),
         }
-    }
-
-    /// Whether calls on the object run under a mutex of its own (pipes: `pipe->mutex`).
-    pub fn has_mutex(&self) -> bool {
-        matches!(self, Object::Pipe(_))
     }
 
     /// Base kernel cost of one write / read attempt (see [`IpcCosts`]).

@@ -46,7 +46,7 @@ pub struct Pipe {
     pub(super) wr_wait: WaitQueue,
     /// Older kernels' `pipe->poll_usage` (every write wakes the readers).
     pub poll_usage: bool,
-    /// `pipe->mutex`, held by the engine across each read's and write's kernel stretch.
+    /// `pipe->mutex`, held by the engine across the locked part of each read and write.
     pub mutex: Mutex,
 }
 
