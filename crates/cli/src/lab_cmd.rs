@@ -25,9 +25,16 @@ pub fn kernels() -> anyhow::Result<()> {
         writeln!(out, "{:<10} {} [autogroup: {autogroup}] [source: {}]", k.name, k.summary, k.source)?;
     }
     let host = if native::host::autogroup_enabled() { "on" } else { "off" };
+    let vendor = native::host::host_vendor_sched_sysctls();
+    let vendor = if vendor.is_empty() {
+        String::new()
+    } else {
+        let list: Vec<String> = vendor.iter().map(|(n, v)| format!("{n} = {v}")).collect();
+        format!(" [not modelled: vendor scheduler sysctls {}]", list.join(", "))
+    };
     writeln!(
         out,
-        "{:<10} this machine's kernel mapped to a preset [autogroup: {host}, from /proc/sys/kernel/sched_autogroup_enabled]",
+        "{:<10} this machine's kernel mapped to a preset [autogroup: {host}, from /proc/sys/kernel/sched_autogroup_enabled]{vendor}",
         "host"
     )?;
     Ok(())

@@ -139,12 +139,13 @@ pub fn model_config(
 /// `--kernel host` for every command that builds a simulated kernel: the preset nearest to this
 /// machine's kernel, with the host's HZ and preemption model when they can be read and its
 /// `sched_autogroup_enabled`; and the notes to show (the preset is not exact, a preemption model
-/// the model lacks). The error says why the host kernel cannot be mapped.
+/// the model lacks, scheduler sysctls of a vendor patch). The error says why the host kernel cannot be mapped.
 pub fn host_kernel_config() -> Result<(sim::config::SchedConfig, Vec<String>), String> {
     let h = host_sched();
     let release = host_release()?;
-    let (mut cfg, _, notes) = model_config(&release, h.hz, h.preempt.as_deref())?;
+    let (mut cfg, _, mut notes) = model_config(&release, h.hz, h.preempt.as_deref())?;
     cfg.sysctl.autogroup = autogroup_enabled();
+    notes.extend(vendor_sysctl_note(&host_vendor_sched_sysctls()));
     Ok((cfg, notes))
 }
 
@@ -218,6 +219,67 @@ pub fn host_sched() -> HostSched {
     h
 }
 
+/// The scheduler sysctls of upstream Linux under `/proc/sys/kernel` (the `procname`s of
+/// kernel/sched/*.c, 7.3.4; the CFS tunables moved to debugfs in 5.13, `sched_child_runs_first`
+/// went in 6.6, x86's `sched_itmt_enabled` moved to debugfs in 6.14).
+const UPSTREAM_SCHED_SYSCTLS: &[&str] = &[
+    "sched_autogroup_enabled",
+    "sched_cfs_bandwidth_slice_us",
+    "sched_child_runs_first",
+    "sched_deadline_period_max_us",
+    "sched_deadline_period_min_us",
+    "sched_energy_aware",
+    "sched_itmt_enabled",
+    "sched_rr_timeslice_ms",
+    "sched_rt_period_us",
+    "sched_rt_runtime_us",
+    "sched_schedstats",
+    "sched_util_clamp_max",
+    "sched_util_clamp_min",
+    "sched_util_clamp_min_rt_default",
+];
+
+/// The `sched_*` entries of a `/proc/sys/kernel` listing that upstream Linux does not have (a
+/// distribution's or cloud vendor's scheduler patch), each with its value, sorted. The model
+/// knows none of them. Pure over the listing.
+pub fn vendor_sched_sysctls(entries: &[(String, Option<String>)]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = entries
+        .iter()
+        .filter(|(name, _)| name.starts_with("sched_") && !UPSTREAM_SCHED_SYSCTLS.contains(&name.as_str()))
+        .map(|(name, value)| (name.clone(), value.clone().unwrap_or_else(|| "?".into())))
+        .collect();
+    out.sort();
+    out
+}
+
+/// [`vendor_sched_sysctls`] of this machine.
+pub fn host_vendor_sched_sysctls() -> Vec<(String, String)> {
+    let dir = Path::new("/proc/sys/kernel");
+    let Ok(rd) = std::fs::read_dir(dir) else { return Vec::new() };
+    let entries: Vec<(String, Option<String>)> = rd
+        .flatten()
+        .map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let value = read_trimmed(&e.path());
+            (name, value)
+        })
+        .collect();
+    vendor_sched_sysctls(&entries)
+}
+
+/// The note `--kernel host` prints when the host kernel carries scheduler sysctls upstream does
+/// not: its scheduler is patched in ways the model does not know. `None` without any.
+pub fn vendor_sysctl_note(found: &[(String, String)]) -> Option<String> {
+    (!found.is_empty()).then(|| {
+        let list: Vec<String> = found.iter().map(|(n, v)| format!("{n} = {v}")).collect();
+        format!(
+            "--kernel host: this kernel has scheduler sysctls upstream Linux lacks ({}): a vendor patch \
+             the model does not have, so its decisions may differ from this kernel's",
+            list.join(", ")
+        )
+    })
+}
+
 /// `/proc/sys/kernel/sched_autogroup_enabled`: whether every session is a task group on this
 /// host. A kernel without CONFIG_SCHED_AUTOGROUP has no such file: `false`.
 pub fn autogroup_enabled() -> bool {
@@ -279,6 +341,28 @@ mod tests {
     fn m(release: &str) -> (&'static str, bool) {
         let k = preset_for_release(release, PRESETS).unwrap();
         (k.preset, k.exact)
+    }
+
+    #[test]
+    fn vendor_sched_sysctls_are_the_ones_upstream_lacks() {
+        let e = |n: &str, v: Option<&str>| (n.to_string(), v.map(str::to_string));
+        // A cloud vendor's 6.18 guest kernel (this project's own build machine) beside upstream
+        // names and unrelated sysctls.
+        let listing = [
+            e("sched_vcpu_pack", Some("15")),
+            e("sched_autogroup_enabled", Some("1")),
+            e("sched_rt_runtime_us", Some("950000")),
+            e("numa_balancing", Some("0")),
+            e("osrelease", Some("6.18.44")),
+            e("sched_zz_vendor", None),
+        ];
+        let found = vendor_sched_sysctls(&listing);
+        assert_eq!(found, vec![("sched_vcpu_pack".into(), "15".into()), ("sched_zz_vendor".into(), "?".into())]);
+        let note = vendor_sysctl_note(&found).unwrap();
+        assert!(note.contains("sched_vcpu_pack = 15, sched_zz_vendor = ?"), "{note}");
+        assert!(note.contains("vendor patch"), "{note}");
+        // An upstream kernel: no note.
+        assert!(vendor_sysctl_note(&vendor_sched_sysctls(&listing[1..5])).is_none());
     }
 
     #[test]
