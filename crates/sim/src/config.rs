@@ -231,12 +231,12 @@ pub enum ProtectVariant {
     V6_16,
 }
 
-/// How the lag of an entity is clamped (spec §3.4).
+/// How far the lag of an entity is clamped (spec §3.4): `entity_lag()`'s span.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LagClamp {
-    /// 7.x: `calc_delta_fair(max_slice_on_rq + TICK_NSEC)`, delayed entities keep the max rule.
+    /// 7.x, and 6.18.17+ / 6.19.9 by backport: `calc_delta_fair(max_slice_on_rq + TICK_NSEC)`.
     MaxSlicePlusTick,
-    /// 6.1x: `calc_delta_fair(max(2 * se.slice, TICK_NSEC))`.
+    /// 6.12 - 6.19.0: `calc_delta_fair(max(2 * se.slice, TICK_NSEC))`.
     TwiceSlice,
 }
 
@@ -247,6 +247,25 @@ pub struct Behavior {
     pub wakeup_preempt: WakeupPreemptVariant,
     pub protect: ProtectVariant,
     pub lag_clamp: LagClamp,
+    /// 7.x `update_entity_lag()` (7.2.12 l.859): a delayed entity's lag may only move towards
+    /// zero (and DELAY_ZERO clips it there), and `requeue_delayed_entity()` re-places it only
+    /// when that lag moved it. Before (6.12.117 l.5541 and l.6984, 6.18.44, 6.19.9): the lag is
+    /// recomputed from scratch, `finish_delayed_dequeue_entity()` drops a positive one under
+    /// DELAY_ZERO, and a requeue drops a positive fresh lag and re-places the entity at V.
+    pub delayed_lag_monotone: bool,
+    /// 7.2+ (78cde54ea5f0): `pick_eevdf()` takes an eligible next buddy only when it honours
+    /// slice protection (`protect`), so a shorter-slice wakee's pick ignores the buddy. 6.18.44
+    /// and 6.19 return an eligible buddy whatever `protect` says.
+    pub buddy_pick_needs_protect: bool,
+    /// 7.2+: a shorter-slice wakeup preemption (PREEMPT_WAKEUP_SHORT) also clears curr's
+    /// buddies (`clear_buddies()` after `cancel_protect_slice()`); 6.18.44 and 6.19 only cancel
+    /// the protection.
+    pub short_preempt_clears_buddies: bool,
+    /// The wakeup-preemption pick of the 6.19 form (`WakeupPreemptVariant::V7_2`): 7.x and
+    /// 6.18.33+ go through `pick_next_entity()`, which dequeues a picked delayed entity for good
+    /// and picks again; 6.19.0 - 6.19.9 compare `__pick_eevdf()` with the wakee directly, so a
+    /// delayed pick means no preemption and stays queued.
+    pub wakeup_pick_drains_delayed: bool,
     pub calc_delta: CalcDelta,
     /// 7.1+: avg_vruntime sums use full-resolution weights; before, `scale_load_down(w)`.
     pub avg_full_weight: bool,
@@ -342,6 +361,10 @@ impl Behavior {
             wakeup_preempt: WakeupPreemptVariant::V7_3,
             protect: ProtectVariant::V7_3,
             lag_clamp: LagClamp::MaxSlicePlusTick,
+            delayed_lag_monotone: true,
+            buddy_pick_needs_protect: true,
+            short_preempt_clears_buddies: true,
+            wakeup_pick_drains_delayed: true,
             calc_delta: CalcDelta::Div,
             avg_full_weight: true,
             place_lag_split_div: true,

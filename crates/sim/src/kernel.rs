@@ -48,25 +48,25 @@ pub const KERNELS: &[KernelPreset] = &[
     KernelPreset {
         name: "v6.16",
         summary: "0.70 ms base slice (6.15); wake_affine_idle ignores delayed tasks (aa3ee4f0b754); 6.12 protection form; yield pushes the deadline",
-        source: "not checked against a 6.16 tree: 6.12.117 code plus the upstream commits named",
+        source: "not checked against a 6.16 tree (none found): 6.12.117 and 6.18.0 code around it plus the upstream commits named",
         build: v6_16,
     },
     KernelPreset {
         name: "v6.18",
-        summary: "6.18 LTS as shipped: vprot slice protection bounded by the shortest slice (6.17); NI_RANDOM (always rolls) and forfeiting yield (stable backports); old NEXT_BUDDY (off); multiply-shift calc_delta",
-        source: "not checked against a 6.18 tree: 6.12.117/7.2.12 code, commit dates of 33cf66d88306, 79104becf42b, 9fe89f022c05; host 6.18.44 measurements",
+        summary: "6.18 LTS as shipped (6.18.44): vprot slice protection bounded by the shortest slice (6.17); backported 6.19 wakeup preemption (NEXT_BUDDY reimplementation, off) with a draining wakeup pick, max-slice lag clamp, NI_RANDOM (always rolls), forfeiting yield; voluntary preemption; multiply-shift calc_delta",
+        source: "checked: 6.18.44 fair.c, features.h, core.c (a 6.18.y tree with one commit per stable release; 6.18.0 and 6.18.26 compared)",
         build: v6_18,
     },
     KernelPreset {
         name: "v6.19-rc6",
         summary: "NEXT_BUDDY reimplementation enabled (e837456fdca8, aceccac58ad7) and forced wakeup preemption of an ineligible waker",
-        source: "not checked against a tree: the v6.19 preset plus the two commits",
+        source: "the v6.19 preset (checked against 6.19.0) plus the two commits; the rc tree not checked",
         build: v6_19_rc6,
     },
     KernelPreset {
         name: "v6.19",
-        summary: "reimplementation kept, NEXT_BUDDY off again (4f70f106bca1) and forced preemption reverted (15257cc2f905); zero_vruntime; multiply-shift calc_delta",
-        source: "not checked against a 6.19 tree: 7.2.12 code minus the 7.0 changes dated by their tip commits (NI_RATE 9fe89f022c05, 64-bit calc_delta division)",
+        summary: "reimplementation kept, NEXT_BUDDY off again (4f70f106bca1) and forced preemption reverted (15257cc2f905); wakeup pick without draining delayed tasks, buddy picked whatever the protection; zero_vruntime; voluntary preemption; multiply-shift calc_delta",
+        source: "checked: 6.19.0 fair.c, features.h, core.c, Kconfig.preempt (6.19.9 compared: its max-slice lag clamp is not modelled)",
         build: v6_19,
     },
     KernelPreset {
@@ -117,23 +117,36 @@ fn v7_2() -> SchedConfig {
 fn v6_19() -> SchedConfig {
     let mut c = v7_2();
     c.kernel = "v6.19".into();
-    // The restriction to full/lazy on x86-64 (7dadeaa6e851) is a 7.0 commit.
+    // The restriction to full/lazy on x86-64 (7dadeaa6e851) is a 7.0 commit; lazy became the
+    // Kconfig default in 7.x (6.19.0 Kconfig.preempt defaults to PREEMPT_NONE, 7.2.12's to
+    // PREEMPT_LAZY). Distributions ship voluntary (Debian's 6.12.117, the ground truth's guest).
     c.behavior.has_none_voluntary = true;
+    c.preempt = PreemptModel::Voluntary;
     c.features.set(Feature::HRTICK, false);
     c.features.set(Feature::HRTICK_DL, false);
     c.features.set(Feature::NI_RATE, false);
     c.behavior.avg_full_weight = false;
     c.behavior.lag_clamp = LagClamp::TwiceSlice;
+    // 6.19.0 update_entity_lag() l.693 recomputes a delayed entity's lag from scratch,
+    // requeue_delayed_entity() l.6841 drops a positive one, finish_delayed_dequeue_entity()
+    // l.5340 too.
+    c.behavior.delayed_lag_monotone = false;
+    // 6.19.0 check_preempt_wakeup_fair(): the wakeup pick is `__pick_eevdf(cfs_rq, !short) ==
+    // pse` (no drain of a delayed pick), whose next buddy ignores `protect` (l.918), and a
+    // shorter-slice preemption only cancels the protection (the same in 6.19.9).
+    c.behavior.wakeup_pick_drains_delayed = false;
+    c.behavior.buddy_pick_needs_protect = false;
+    c.behavior.short_preempt_clears_buddies = false;
     // 64-bit division in __calc_delta came with 7.0 (patch.msgid.link/20260219080625.183283814@infradead.org).
     c.behavior.calc_delta = CalcDelta::MulShift;
     // Before 7.0's NI_RATE (9fe89f022c05) the die is always rolled and the ratio unclamped.
     c.behavior.newidle_always_roll = true;
     // 7.2.12 requeue_delayed_entity() starts with update_curr(); 6.12.117 has none.
     c.behavior.requeue_updates_curr = false;
-    // The deferred hrtick programming of 7.2.12 is not in 6.12.117 (hrtick_start() programs
-    // the timer at once); when between the two it came is not checked.
+    // The deferred hrtick programming of 7.2.12 is not in 6.19.0 (hrtick_start() l.913
+    // programs the timer at once).
     c.behavior.hrtick_armed_after_switch = false;
-    // CONFIG_SCHED_CACHE is in 7.2.12 and not in 6.12.117; when it came is not checked.
+    // CONFIG_SCHED_CACHE is in 7.2.12's init/Kconfig and not in 6.19.0's.
     c.behavior.sched_cache = false;
     // 6.19 still has 6d71a9c61604's placement in reweight_entity(); its revert (101f3498b4bd)
     // is a 7.0 commit of the same series as the calc_delta division above.
@@ -149,15 +162,22 @@ fn v6_19_rc6() -> SchedConfig {
     c
 }
 
+/// 6.18 LTS as shipped: 6.18.44 (this project's build machine runs it), whose fair class is
+/// 6.19.0's with these stable backports (dated by the 6.18.y release that took them): the
+/// 6.19 wakeup-preemption form with the NEXT_BUDDY reimplementation (6.18.33) but a wakeup pick
+/// that drains delayed entities as 7.x does; the `cfs_rq_max_slice() + TICK_NSEC` lag clamp
+/// (6.18.17); NI_RANDOM (6.18.5) and the forfeiting yield (6.18.2, inherited from v6.19).
 fn v6_18() -> SchedConfig {
     let mut c = v6_19();
     c.kernel = "v6.18".into();
-    c.behavior.wakeup_preempt = WakeupPreemptVariant::V6_18;
-    // x86-64 kernels up to 6.18 still offer none/voluntary; distributions ship voluntary.
-    c.preempt = PreemptModel::Voluntary;
-    // The revert of 6d71a9c61604 (101f3498b4bd) entered the 6.18 stable queue on 2026-08-11
-    // (posted for 6.18 by John Stultz on 2026-04-15): 6.18 as shipped rescales as 7.0 does.
-    c.behavior.reweight = ReweightForm::Rescale;
+    // 6.18.44 check_preempt_wakeup_fair() l.8869: `pick_next_entity(rq, cfs_rq, !short)`,
+    // retried while it drains delayed entities.
+    c.behavior.wakeup_pick_drains_delayed = true;
+    // 6.18.44 update_entity_lag() l.767, without 7.x's rule for delayed entities.
+    c.behavior.lag_clamp = LagClamp::MaxSlicePlusTick;
+    // 6.18.44 reweight_entity() l.3843 still places the entity (`place_entity(se, 0)`, vprot
+    // kept relative): the revert of 6d71a9c61604 (101f3498b4bd) is not in 6.18.44.
+    c.behavior.reweight = ReweightForm::Place;
     c
 }
 
@@ -165,6 +185,10 @@ fn v6_16() -> SchedConfig {
     let mut c = v6_18();
     c.kernel = "v6.16".into();
     c.behavior.protect = ProtectVariant::V6_16;
+    // The old NEXT_BUDDY and wakeup pick (6.12.117 check_preempt_wakeup_fair() l.8865 and
+    // 6.18.0 l.8738 both have them) and the 2·slice lag clamp (6.12.117, 6.18.0).
+    c.behavior.wakeup_preempt = WakeupPreemptVariant::V6_18;
+    c.behavior.lag_clamp = LagClamp::TwiceSlice;
     // Proportional newidle balance (33cf66d88306) and the forfeiting yield (79104becf42b) are
     // 6.19 commits; the 6.16 stable series had ended before either was backported.
     c.features.set(Feature::NI_RANDOM, false);
@@ -399,7 +423,18 @@ mod tests {
         assert!(!v619.features.has(Feature::NEXT_BUDDY) && !v619.behavior.force_wakeup_preempt);
         assert_eq!(v619.behavior.wakeup_preempt, WakeupPreemptVariant::V7_2);
         assert!(!v619.features.has(Feature::HRTICK) && preset("v7.2").unwrap().config().features.has(Feature::HRTICK));
-        assert_eq!(preset("v6.18").unwrap().config().behavior.wakeup_preempt, WakeupPreemptVariant::V6_18);
+        // 6.18.33 backported the 6.19 form, with the draining wakeup pick of 7.x; 6.19.0 has none
+        // (docs/presets.md). 6.16 keeps the old form.
+        let v618 = preset("v6.18").unwrap().config().behavior;
+        assert_eq!(v618.wakeup_preempt, WakeupPreemptVariant::V7_2);
+        assert!(v618.wakeup_pick_drains_delayed && !v619.behavior.wakeup_pick_drains_delayed);
+        assert!(!v618.buddy_pick_needs_protect && !v619.behavior.buddy_pick_needs_protect);
+        assert!(preset("v7.2").unwrap().config().behavior.buddy_pick_needs_protect);
+        assert_eq!(v618.lag_clamp, LagClamp::MaxSlicePlusTick);
+        assert!(!v618.delayed_lag_monotone && preset("v7.2").unwrap().config().behavior.delayed_lag_monotone);
+        assert_eq!(preset("v6.16").unwrap().config().behavior.wakeup_preempt, WakeupPreemptVariant::V6_18);
+        assert_eq!(preset("v6.16").unwrap().config().behavior.lag_clamp, LagClamp::TwiceSlice);
+        assert_eq!(v619.preempt, PreemptModel::Voluntary);
         assert!(!preset("v6.12.0").unwrap().config().behavior.wa_idle_ignore_delayed);
         assert!(preset("v6.16").unwrap().config().behavior.wa_idle_ignore_delayed);
         assert_eq!(preset("v6.12.0").unwrap().config().sysctl.base_slice(8), 3_000_000);
@@ -452,7 +487,7 @@ mod tests {
         assert!(err("v7.3 +wake-affine-idle-delayed-fix").contains("already contains"));
         assert!(err("v7.3 -wake-affine-sync-reciprocal").contains("nothing to revert"));
         assert!(err("v7.3 +revert-force-wakeup-preemption").contains("already contains"));
-        assert!(err("v6.18 +preempt-sync-runtime-fix").contains("does not have the code"));
+        assert!(err("v6.16 +preempt-sync-runtime-fix").contains("does not have the code"));
         assert!(err("v7.3 +no-such-patch").contains("unknown patch"));
         assert!(err("v7.3 NO_SUCH").contains("NO_SUCH"));
         assert!(err("v7.3 v7.2").contains("first token"));

@@ -32,7 +32,7 @@
 //! runs at the root. Every public entry point returns at the root.
 
 use super::{CfsRq, Fair, Policy, SchedEntity, WakeupReason, WakeupVerdict, deq, enq, wf};
-use crate::config::{LagClamp, ProtectVariant, ReweightForm, WakeupPreemptVariant};
+use crate::config::{ProtectVariant, ReweightForm, WakeupPreemptVariant};
 use crate::features::Feature;
 use crate::pelt;
 use crate::task::TaskId;
@@ -664,7 +664,7 @@ impl Fair<'_> {
         self.update_curr();
         self.clear_buddies(e);
         let sleep = flags & deq::SLEEP != 0;
-        let lag_7_2 = self.p.behavior.lag_clamp == LagClamp::MaxSlicePlusTick;
+        let lag_7_2 = self.p.behavior.delayed_lag_monotone;
         if flags & deq::DELAYED == 0 {
             let delay = sleep && flags & deq::SPECIAL == 0;
             if self.p.feat(Feature::DELAY_DEQUEUE) && delay && !self.entity_eligible(e) {

@@ -503,7 +503,7 @@ impl<'a> Fair<'a> {
         let avruntime = self.avg_vruntime();
         let mut vlag = self.entity_lag(t, avruntime);
         let se = self.se(t);
-        if se.sched_delayed && self.p.behavior.lag_clamp == LagClamp::MaxSlicePlusTick {
+        if se.sched_delayed && self.p.behavior.delayed_lag_monotone {
             // The lag of a delayed entity may only move towards zero (it was negative).
             vlag = vlag.max(se.vlag);
             if self.p.feat(Feature::DELAY_ZERO) {
@@ -622,7 +622,7 @@ impl<'a> Fair<'a> {
         let buddy_in_pick = self.p.behavior.wakeup_preempt != WakeupPreemptVariant::V6_18;
         if buddy_in_pick
             && self.p.feat(Feature::PICK_BUDDY)
-            && protect
+            && (protect || !self.p.behavior.buddy_pick_needs_protect)
             && let Some(n) = self.cfs.next
             && self.entity_eligible(n)
         {
@@ -927,7 +927,15 @@ impl<'a> Fair<'a> {
             self.dequeue_tree(t);
         }
         if flags & deq::DELAYED != 0 {
-            self.se_mut(t).sched_delayed = false;
+            // finish_delayed_dequeue_entity() (fair.c 6.12.117 l.5541, 6.18.44 l.5441, 6.19.9):
+            // a delayed task leaving for good drops a positive lag under DELAY_ZERO. 7.x clips
+            // it in update_entity_lag() above instead (`delayed_lag_monotone`).
+            let zero = !self.p.behavior.delayed_lag_monotone && self.p.feat(Feature::DELAY_ZERO);
+            let se = self.se_mut(t);
+            se.sched_delayed = false;
+            if zero && se.vlag > 0 {
+                se.vlag = 0;
+            }
         }
         true
     }
@@ -943,7 +951,7 @@ impl<'a> Fair<'a> {
     /// again at every level (none for a group entity).
     pub(super) fn requeue_delayed_core(&mut self, t: TaskId) {
         debug_assert!(self.se(t).sched_delayed && self.se(t).on_rq);
-        let replace = if self.p.behavior.lag_clamp == LagClamp::MaxSlicePlusTick {
+        let replace = if self.p.behavior.delayed_lag_monotone {
             self.update_entity_lag(t)
         } else {
             // 6.12.117 l.6996: with DELAY_ZERO the fresh lag is saved, and a positive one is
@@ -1207,7 +1215,10 @@ impl<'a> Fair<'a> {
         self.verdict(true, reason)
     }
 
-    /// 6.19 – 7.2 (spec §3.13.4).
+    /// 6.19 – 7.2 (spec §3.13.4): `check_preempt_wakeup_fair()` of 6.19.0 and of 6.18.33+
+    /// (the NEXT_BUDDY reimplementation's backport; 6.18.44 l.8869), `wakeup_preempt_fair()` of
+    /// 7.2.12 (l.9997). Their differences are `Behavior::wakeup_pick_drains_delayed`,
+    /// `buddy_pick_needs_protect` and `short_preempt_clears_buddies`.
     #[allow(clippy::too_many_arguments, reason = "the kernel function's inputs")]
     fn wakeup_preempt_v7_2(
         &mut self,
@@ -1258,7 +1269,14 @@ impl<'a> Fair<'a> {
                 _ => {}
             }
         }
-        if self.cfs.nr_queued > 0 && self.pick_next_entity(action != Action::Short) == Some(pse) {
+        let protect = action != Action::Short;
+        let picked = if self.p.behavior.wakeup_pick_drains_delayed {
+            if self.cfs.nr_queued > 0 { self.pick_next_entity(protect) } else { None }
+        } else {
+            // 6.19: `__pick_eevdf(cfs_rq, protect) == pse`, a delayed pick left queued.
+            self.pick_eevdf(protect)
+        };
+        if picked == Some(pse) {
             return self.preempt_v7_2(se, action, WakeupReason::PickedWakee);
         }
         if self.p.feat(Feature::RUN_TO_PARITY) {
@@ -1270,7 +1288,9 @@ impl<'a> Fair<'a> {
     fn preempt_v7_2(&mut self, se: TaskId, action: Action, reason: WakeupReason) -> WakeupVerdict {
         if action == Action::Short {
             self.cancel_protect_slice(se);
-            self.clear_buddies(se);
+            if self.p.behavior.short_preempt_clears_buddies {
+                self.clear_buddies(se);
+            }
         }
         self.resched_curr_lazy();
         self.verdict(true, reason)

@@ -318,6 +318,33 @@ fn picking_a_delayed_entity_drains_it() {
     assert_eq!((r.cfs.h_nr_queued, r.cfs.h_nr_runnable), (1, 1));
 }
 
+/// ≤6.19's final dequeue of a delayed task (`finish_delayed_dequeue_entity()`, fair.c
+/// 6.12.117 l.5541): the lag it leaves with is computed as for any dequeue, and a positive one
+/// is dropped under DELAY_ZERO; without DELAY_ZERO it is kept, and the next wakeup places the
+/// task ahead of V.
+#[test]
+fn delayed_task_leaving_for_good_drops_positive_lag_on_6_12() {
+    let final_lag = |delay_zero: bool| {
+        let mut cfg = crate::kernel::preset("v6.12").unwrap().config();
+        cfg.features.set(Feature::DELAY_ZERO, delay_zero);
+        let mut r = Rig::new(cfg);
+        r.wake(A, 0);
+        r.wake(B, 0);
+        r.run(A);
+        r.advance(1_000_000);
+        assert!(!r.f().dequeue_task_fair(A, deq::SLEEP), "ineligible: kept as delayed");
+        r.run(B);
+        // B runs until A, still queued, has positive lag; then A leaves for good.
+        r.advance(3_000_000);
+        assert!(r.lag(A) > 0);
+        assert!(r.f().dequeue_task_fair(A, deq::SLEEP | deq::DELAYED));
+        assert!(!r.ents[0].on_rq && !r.ents[0].sched_delayed);
+        r.ents[0].vlag
+    };
+    assert_eq!(final_lag(true), 0);
+    assert!(final_lag(false) > 0);
+}
+
 /// Yield: an eligible task jumps to its deadline and gets a new request.
 #[test]
 fn yield_forfeits_the_request() {
