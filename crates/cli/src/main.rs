@@ -75,17 +75,18 @@ fn main() -> ExitCode {
 fn features(a: &FeaturesArgs) -> anyhow::Result<()> {
     let mut cfg = setup::kernel_preset(&a.kernel)?;
     if let Some(list) = &a.features
-        && let Err(e) = cfg.features.apply_list(list)
+        && let Err(e) = sim::kernel::apply_features(&mut cfg, list)
     {
         return user(format!("--features: {e}"));
     }
+    let absent = sim::kernel::absent_features(&cfg.kernel);
     if a.verbose {
-        for &f in Feature::ALL {
+        for &f in Feature::ALL.iter().filter(|f| !absent.contains(f)) {
             let name = if cfg.features.has(f) { f.name().to_string() } else { format!("NO_{}", f.name()) };
             println!("{name:<28} {}", f.doc());
         }
     } else {
-        println!("{}", cfg.features);
+        println!("{}", sim::kernel::features_line(&cfg.kernel, &cfg.features));
     }
     Ok(())
 }

@@ -55,7 +55,7 @@ pub fn sched_config(a: &SimArgs) -> anyhow::Result<SchedConfig> {
 pub fn kernel_spec(a: &SimArgs) -> anyhow::Result<(SchedConfig, Vec<String>)> {
     let (mut cfg, patches) = kernel(&a.kernel)?;
     if let Some(list) = &a.features
-        && let Err(e) = cfg.features.apply_list(list)
+        && let Err(e) = sim::kernel::apply_features(&mut cfg, list)
     {
         return user(format!("--features: {e}"));
     }

@@ -144,6 +144,15 @@ fn features_like_debugfs() {
     );
     assert!(s.contains(" NO_DELAY_DEQUEUE DELAY_ZERO "));
     assert!(s.trim_end().ends_with("NI_RANDOM NI_RATE"));
+    // 6.18's features.h has neither NI_RATE nor PARANOID_AVG: not listed, and a write refused.
+    let o = schedlab(&["features", "--kernel", "v6.18"]);
+    let s = stdout(&o);
+    assert!(s.trim_end().ends_with("LATENCY_WARN NI_RANDOM") && !s.contains("PARANOID_AVG"), "{s}");
+    let o = schedlab(&["run", "--kernel", "v6.18", "--features", "NO_NI_RATE", "pipe", "-l", "10"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("--features: v6.18 has no scheduler feature NI_RATE"), "{err}");
 }
 
 /// Every shipped rt-app example runs, with invariants checked after every event.

@@ -20,6 +20,9 @@ pub struct KernelPreset {
     pub summary: &'static str,
     /// The kernel source the preset's switches were checked against, or what they rest on.
     pub source: &'static str,
+    /// The features of the model that this version's `features.h` does not have: its debugfs
+    /// neither lists nor accepts them.
+    pub absent: &'static [Feature],
     build: fn() -> SchedConfig,
 }
 
@@ -37,48 +40,56 @@ pub const KERNELS: &[KernelPreset] = &[
         name: "v6.12",
         summary: "6.12 LTS as shipped (6.12.117): complete EEVDF, 0.70 ms base slice, whole-request run-to-parity (marker at every pick), wake_affine_idle delayed-task fix, NI_RANDOM (always rolls), forfeiting yield, no lazy preemption, multiply-shift calc_delta",
         source: "checked: Debian linux-source-6.12 (6.12.117) fair.c, features.h, core.c",
+        absent: &[Feature::PARANOID_AVG, Feature::NI_RATE],
         build: v6_12,
     },
     KernelPreset {
         name: "v6.12.0",
         summary: "upstream 6.12.0: 0.75 ms base slice, delayed tasks counted in wake_affine_idle, no proportional newidle balance, yield pushes the deadline a slice",
         source: "from 6.12.117 minus the backports named in their upstream commits (aa3ee4f0b754, 33cf66d88306, 79104becf42b, the 0.70 ms slice); tree not checked",
+        absent: &[Feature::PARANOID_AVG, Feature::NI_RANDOM, Feature::NI_RATE],
         build: v6_12_0,
     },
     KernelPreset {
         name: "v6.16",
         summary: "0.70 ms base slice (6.15); wake_affine_idle ignores delayed tasks (aa3ee4f0b754); 6.12 protection form; yield pushes the deadline",
         source: "not checked against a 6.16 tree (none found): 6.12.117 and 6.18.0 code around it plus the upstream commits named",
+        absent: &[Feature::PARANOID_AVG, Feature::NI_RANDOM, Feature::NI_RATE],
         build: v6_16,
     },
     KernelPreset {
         name: "v6.18",
         summary: "6.18 LTS as shipped (6.18.44): vprot slice protection bounded by the shortest slice (6.17); backported 6.19 wakeup preemption (NEXT_BUDDY reimplementation, off) with a draining wakeup pick, max-slice lag clamp, NI_RANDOM (always rolls), forfeiting yield; voluntary preemption; multiply-shift calc_delta",
         source: "checked: 6.18.44 fair.c, features.h, core.c (a 6.18.y tree with one commit per stable release; 6.18.0 and 6.18.26 compared)",
+        absent: &[Feature::PARANOID_AVG, Feature::NI_RATE],
         build: v6_18,
     },
     KernelPreset {
         name: "v6.19-rc6",
         summary: "NEXT_BUDDY reimplementation enabled (e837456fdca8, aceccac58ad7) and forced wakeup preemption of an ineligible waker",
         source: "the v6.19 preset (checked against 6.19.0) plus the two commits; the rc tree not checked",
+        absent: &[Feature::PARANOID_AVG, Feature::NI_RATE],
         build: v6_19_rc6,
     },
     KernelPreset {
         name: "v6.19",
         summary: "reimplementation kept, NEXT_BUDDY off again (4f70f106bca1) and forced preemption reverted (15257cc2f905); wakeup pick without draining delayed tasks, buddy picked whatever the protection; zero_vruntime; voluntary preemption; multiply-shift calc_delta",
         source: "checked: 6.19.0 fair.c, features.h, core.c, Kconfig.preempt (6.19.9 compared: its max-slice lag clamp is not modelled)",
+        absent: &[Feature::PARANOID_AVG, Feature::NI_RATE],
         build: v6_19,
     },
     KernelPreset {
         name: "v7.2",
         summary: "HRTICK on, full-resolution avg_vruntime weights, buddy only with protect (78cde54ea5f0), NI_RATE; 6.19-7.2 wakeup preemption; cache-aware load balancing (CONFIG_SCHED_CACHE) on multi-LLC machines",
         source: "checked: Debian linux-source-7.2 (7.2.12) fair.c, features.h, core.c",
+        absent: &[],
         build: v7_2,
     },
     KernelPreset {
         name: "v7.3",
         summary: "flat runqueue; slice protection ends at ineligibility with shorter slices queued, short-eligible preemption, delayed tasks never preempt; cache-aware load balancing (CONFIG_SCHED_CACHE) on multi-LLC machines (reference, default)",
         source: "checked: Debian linux-source-7.3 (7.3.4) fair.c, features.h, core.c",
+        absent: &[],
         build: SchedConfig::v7_3,
     },
 ];
@@ -376,7 +387,7 @@ pub fn parse_spec(spec: &str, base: Option<&Variant>) -> Result<Variant, SpecErr
         } else if preset(tok).is_some() {
             return Err(SpecError(format!("`{tok}`: the kernel preset must be the first token")));
         } else {
-            config.features.apply(tok).map_err(|e| SpecError(format!("`{tok}`: {e}")))?;
+            apply_feature(&mut config, tok).map_err(|e| SpecError(format!("`{tok}`: {e}")))?;
         }
     }
     Ok(Variant { spec: spec.trim().to_string(), config, patches })
@@ -387,6 +398,41 @@ fn find_patch(name: &str) -> Result<&'static Patch, SpecError> {
         let known: Vec<&str> = PATCHES.iter().map(|p| p.name).collect();
         SpecError(format!("unknown patch `{name}` (known: {})", known.join(", ")))
     })
+}
+
+/// The features `kernel`'s `features.h` lacks (none for a name that is not a preset).
+pub fn absent_features(kernel: &str) -> &'static [Feature] {
+    preset(kernel).map_or(&[], |p| p.absent)
+}
+
+/// Applies one feature token (`NAME` or `NO_NAME`) to `config` as a write to its kernel's
+/// `/sys/kernel/debug/sched/features` would: a feature the version does not have is refused
+/// (the kernel's `sched_feat_set()` finds no such name and the write fails with EINVAL).
+pub fn apply_feature(config: &mut SchedConfig, token: &str) -> Result<(), String> {
+    let name = token.trim();
+    let feature = Feature::from_name(name).or_else(|| name.strip_prefix("NO_").and_then(Feature::from_name));
+    if let Some(f) = feature
+        && absent_features(&config.kernel).contains(&f)
+    {
+        return Err(format!("{} has no scheduler feature {} (its features.h lacks it)", config.kernel, f.name()));
+    }
+    config.features.apply(name).map_err(|e| e.to_string())
+}
+
+/// [`apply_feature`] for each token of a comma-separated list.
+pub fn apply_features(config: &mut SchedConfig, list: &str) -> Result<(), String> {
+    list.split(',').filter(|t| !t.trim().is_empty()).try_for_each(|t| apply_feature(config, t))
+}
+
+/// The feature line `kernel`'s debugfs prints for `features`: [`FeatureSet`]'s, without the
+/// features the version lacks.
+pub fn features_line(kernel: &str, features: &FeatureSet) -> String {
+    let absent = absent_features(kernel);
+    crate::features::Feature::ALL
+        .iter()
+        .filter(|f| !absent.contains(f))
+        .map(|&f| if features.has(f) { format!("{} ", f.name()) } else { format!("NO_{} ", f.name()) })
+        .collect()
 }
 
 /// The feature tokens that turn a preset's defaults into `features`.
@@ -479,6 +525,25 @@ mod tests {
         assert!(!v.config.behavior.force_wakeup_preempt);
         let v = parse_spec("v6.12.0 +wake-affine-idle-delayed-fix", None).unwrap();
         assert!(v.config.behavior.wa_idle_ignore_delayed);
+    }
+
+    /// A version's features are those of its `features.h` (docs/presets.md: NI_RATE and
+    /// PARANOID_AVG are 7.x's; NI_RANDOM came to 6.12.y and 6.18.y as a stable backport).
+    #[test]
+    fn features_a_version_lacks_are_refused_and_not_listed() {
+        let err = parse_spec("v6.18 NI_RATE", None).unwrap_err().0;
+        assert!(err.contains("`NI_RATE`") && err.contains("v6.18 has no scheduler feature NI_RATE"), "{err}");
+        assert!(parse_spec("v6.19 NO_PARANOID_AVG", None).is_err());
+        assert!(parse_spec("v6.12.0 NI_RANDOM", None).is_err());
+        assert!(parse_spec("v6.12 NO_NI_RANDOM", None).is_ok());
+        assert!(parse_spec("v7.3 NO_NI_RATE", None).is_ok());
+        let cfg = preset("v6.18").unwrap().config();
+        let line = features_line("v6.18", &cfg.features);
+        assert!(line.contains("NI_RANDOM ") && !line.contains("NI_RATE") && !line.contains("PARANOID_AVG"), "{line}");
+        let v73 = SchedConfig::v7_3();
+        assert_eq!(features_line("v7.3", &v73.features), v73.features.to_string());
+        let mut c = preset("v6.16").unwrap().config();
+        assert!(apply_features(&mut c, "NEXT_BUDDY,NI_RANDOM").is_err());
     }
 
     #[test]

@@ -111,7 +111,7 @@ fn model_variant(
     });
     let model_err = |what: String| VmError::Usage(format!("--features/--variant: the model cannot express {what}"));
     for f in &v.settings.features {
-        config.features.apply(f).map_err(|e| model_err(format!("`{f}`: {e}")))?;
+        sim::kernel::apply_feature(&mut config, f).map_err(|e| model_err(format!("`{f}`: {e}")))?;
     }
     for (k, val) in &v.settings.sysctls {
         config.sysctl.set(k, val).map_err(|e| model_err(format!("`{k}={val}`: {e}")))?;
