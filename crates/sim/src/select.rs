@@ -1249,21 +1249,31 @@ fn wrap(span: &[u32], start: u32) -> impl Iterator<Item = u32> + '_ {
 struct CpuSet<'s> {
     span: &'s [u32],
     allowed: &'s CpuMask,
-    /// One bit per CPU removed, grown at the first removal.
-    removed: Vec<u64>,
+    /// One bit per CPU removed: CPUs below [`INLINE_CPUS`] in place (no allocation on a
+    /// wakeup's scan), the others in a vector grown at their first removal.
+    removed: [u64; INLINE_WORDS],
+    removed_high: Vec<u64>,
 }
+
+/// Words of [`CpuSet::removed`] kept inline: CPUs 0..512.
+const INLINE_WORDS: usize = 8;
+const INLINE_CPUS: usize = INLINE_WORDS * 64;
 
 impl<'s> CpuSet<'s> {
     /// `cpumask_and(cpus, span, p->cpus_ptr)` (include/linux/cpumask.h v7.3.4).
     fn new(span: &'s [u32], allowed: &'s CpuMask) -> CpuSet<'s> {
-        CpuSet { span, allowed, removed: Vec::new() }
+        CpuSet { span, allowed, removed: [0; INLINE_WORDS], removed_high: Vec::new() }
     }
     /// `cpumask_empty()` (include/linux/cpumask.h v7.3.4), before any removal.
     fn is_empty(&self) -> bool {
         !self.span.iter().any(|&c| self.allowed.contains(c))
     }
     fn is_removed(&self, cpu: u32) -> bool {
-        self.removed.get(cpu as usize / 64).is_some_and(|w| w & (1 << (cpu % 64)) != 0)
+        let (w, bit) = (cpu as usize / 64, 1u64 << (cpu % 64));
+        match self.removed.get(w) {
+            Some(word) => word & bit != 0,
+            None => self.removed_high.get(w - INLINE_WORDS).is_some_and(|word| word & bit != 0),
+        }
     }
     /// `cpumask_test_cpu()` (include/linux/cpumask.h v7.3.4) for a CPU of the span.
     fn contains_span_cpu(&self, cpu: u32) -> bool {
@@ -1276,11 +1286,16 @@ impl<'s> CpuSet<'s> {
     /// `cpumask_andnot(self, self, cpus)` (include/linux/cpumask.h v7.3.4).
     fn remove_all(&mut self, cpus: &[u32]) {
         for &c in cpus {
-            let w = c as usize / 64;
-            if self.removed.len() <= w {
-                self.removed.resize(w + 1, 0);
+            let (w, bit) = (c as usize / 64, 1u64 << (c % 64));
+            if c as usize >= INLINE_CPUS {
+                let hw = w - INLINE_WORDS;
+                if self.removed_high.len() <= hw {
+                    self.removed_high.resize(hw + 1, 0);
+                }
+                self.removed_high[hw] |= bit;
+            } else {
+                self.removed[w] |= bit;
             }
-            self.removed[w] |= 1 << (c % 64);
         }
     }
 }

@@ -155,10 +155,17 @@ impl Sim {
     pub(super) fn ipi(&mut self, cpu: u32) {
         let rq = &mut self.rqs[cpu as usize];
         rq.ipi_pending = false;
-        let list = std::mem::take(&mut rq.wake_list);
-        for (p, flags) in list {
+        let mut list = std::mem::take(&mut rq.wake_list);
+        for &(p, flags) in &list {
             // sched_ttwu_pending(): runs on the target, from the IPI (interrupt context).
             self.ttwu_do_activate(cpu, p, flags, Origin::Irq, false);
+        }
+        // The emptied list goes back with its capacity, so the next queued wakeup to this CPU
+        // does not allocate (one allocation per IPI otherwise).
+        list.clear();
+        let rq = &mut self.rqs[cpu as usize];
+        if rq.wake_list.is_empty() {
+            rq.wake_list = list;
         }
         self.timer_interrupt(cpu);
         self.irq_exit(cpu);
