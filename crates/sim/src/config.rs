@@ -214,9 +214,11 @@ impl PreemptModel {
 pub enum WakeupPreemptVariant {
     /// v7.3 (reference, §3.13.2).
     V7_3,
-    /// 6.19 – 7.2 (§3.13.4): unconditional need_resched return, no SHORT-eligible rule.
+    /// 6.19 – 7.2 (§3.13.4), and 6.18.33+ by backport: unconditional need_resched return, no
+    /// SHORT-eligible rule.
     V7_2,
-    /// ≤ 6.18 (§6.1 "OFF"): the old NEXT_BUDDY, which only chose who runs next.
+    /// ≤ 6.18.32 (§6.1 "OFF"; the `v6.12` and `v6.16` presets): the old NEXT_BUDDY, which only
+    /// chose who runs next.
     V6_18,
 }
 
