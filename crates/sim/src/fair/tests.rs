@@ -345,6 +345,83 @@ fn delayed_task_leaving_for_good_drops_positive_lag_on_6_12() {
     assert!(final_lag(false) > 0);
 }
 
+fn preset_rig(name: &str) -> Rig {
+    Rig::new(crate::kernel::preset(name).unwrap().config())
+}
+
+/// `pick_eevdf()`'s next buddy: 7.2+ take it only with `protect` (78cde54ea5f0); 6.18.44 and
+/// 6.19 whatever `protect` says (`Behavior::buddy_pick_needs_protect`).
+#[test]
+fn a_short_pick_takes_the_buddy_on_6_19_not_on_7_2() {
+    let pick = |kernel: &str| {
+        let mut r = preset_rig(kernel);
+        r.wake(A, 0);
+        r.wake(B, 0);
+        // C comes back with positive lag: placed before V, the earliest eligible deadline.
+        r.wake(C, 500_000);
+        r.run(A);
+        // A runs on: V moves past B, which turns eligible, and A turns ineligible.
+        r.advance(1_000_000);
+        r.cfs.next = Some(B);
+        assert!(r.f().entity_eligible(B) && !r.f().entity_eligible(A));
+        (r.f().pick_eevdf(false), r.f().pick_eevdf(true))
+    };
+    assert_eq!(pick("v6.19"), (Some(B), Some(B)));
+    assert_eq!(pick("v6.18"), (Some(B), Some(B)));
+    assert_eq!(pick("v7.2"), (Some(C), Some(B)));
+}
+
+/// A shorter-slice wakee's preemption (PREEMPT_WAKEUP_SHORT): 7.2.12 also clears the running
+/// task's buddies; 6.19.0 and 6.18.44 only cancel its protection
+/// (`Behavior::short_preempt_clears_buddies`).
+#[test]
+fn a_short_preemption_clears_curr_as_buddy_on_7_2_only() {
+    let next_after = |kernel: &str| {
+        let mut r = preset_rig(kernel);
+        r.wake(A, 0);
+        r.wake(C, 0);
+        r.run(A);
+        // A, the next buddy, runs until it is ineligible, so no pick takes it.
+        r.cfs.next = Some(A);
+        r.advance(1_000_000);
+        assert!(!r.f().entity_eligible(A));
+        r.ents[B.idx()].custom_slice = true;
+        r.ents[B.idx()].slice = 200_000;
+        r.wake(B, 0);
+        let v = r.preempt(B, wf::TTWU);
+        assert!(v.preempt, "{kernel}: the shorter slice preempts ({v:?})");
+        r.cfs.next
+    };
+    assert_eq!(next_after("v7.2"), None);
+    assert_eq!(next_after("v6.19"), Some(A));
+}
+
+/// The wakeup pick of the 6.19 form: 6.18.44 and 7.x go through `pick_next_entity()`, which
+/// dequeues a picked delayed entity for good and picks again, so the wakee can win; 6.19.0
+/// compares `__pick_eevdf()` with the wakee and leaves the delayed entity queued
+/// (`Behavior::wakeup_pick_drains_delayed`).
+#[test]
+fn the_wakeup_pick_drains_a_delayed_entity_on_6_18_not_on_6_19() {
+    let check = |kernel: &str| {
+        let mut r = preset_rig(kernel);
+        r.wake(A, 0);
+        r.wake(B, 0);
+        r.run(B);
+        r.advance(2_000_000);
+        // B sleeps ineligible: kept queued as delayed.
+        assert!(!r.f().dequeue_task_fair(B, deq::SLEEP));
+        r.run(A);
+        // A runs until B is eligible again and ahead of A.
+        r.advance(4_000_000);
+        assert!(r.f().entity_eligible(B));
+        r.wake(C, 0);
+        let v = r.preempt(C, wf::TTWU);
+        (v.preempt, r.ents[B.idx()].on_rq)
+    };
+    assert_eq!(check("v6.18"), (true, false), "drained, then the wakee is the pick");
+    assert_eq!(check("v6.19"), (false, true), "the delayed pick stands, still queued");
+}
+
 /// Yield: an eligible task jumps to its deadline and gets a new request.
 #[test]
 fn yield_forfeits_the_request() {
