@@ -29,8 +29,7 @@ pub fn kernels() -> anyhow::Result<()> {
     let vendor = if vendor.is_empty() {
         String::new()
     } else {
-        let list: Vec<String> = vendor.iter().map(|(n, v)| format!("{n} = {v}")).collect();
-        format!(" [not modelled: vendor scheduler sysctls {}]", list.join(", "))
+        format!(" [not modelled: vendor scheduler sysctls {}]", native::host::vendor_sysctl_list(&vendor))
     };
     writeln!(
         out,

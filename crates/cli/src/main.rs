@@ -122,7 +122,7 @@ fn topology(c: &TopologyCommand) -> anyhow::Result<()> {
                 let on = if native::host::autogroup_enabled() { "on" } else { "off" };
                 println!("autogroup: {on} (/proc/sys/kernel/sched_autogroup_enabled; the --kernel host default)");
                 if let Some(note) = native::host::vendor_sysctl_note(&native::host::host_vendor_sched_sysctls()) {
-                    println!("{}", note.trim_start_matches("--kernel host: "));
+                    println!("{note}");
                 }
                 Ok(())
             }

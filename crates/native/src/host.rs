@@ -145,7 +145,7 @@ pub fn host_kernel_config() -> Result<(sim::config::SchedConfig, Vec<String>), S
     let release = host_release()?;
     let (mut cfg, _, mut notes) = model_config(&release, h.hz, h.preempt.as_deref())?;
     cfg.sysctl.autogroup = autogroup_enabled();
-    notes.extend(vendor_sysctl_note(&host_vendor_sched_sysctls()));
+    notes.extend(vendor_sysctl_note(&host_vendor_sched_sysctls()).map(|n| format!("--kernel host: {n}")));
     Ok((cfg, notes))
 }
 
@@ -267,15 +267,20 @@ pub fn host_vendor_sched_sysctls() -> Vec<(String, String)> {
     vendor_sched_sysctls(&entries)
 }
 
-/// The note `--kernel host` prints when the host kernel carries scheduler sysctls upstream does
-/// not: its scheduler is patched in ways the model does not know. `None` without any.
+/// `name = value` of each vendor sysctl, comma-separated.
+pub fn vendor_sysctl_list(found: &[(String, String)]) -> String {
+    found.iter().map(|(n, v)| format!("{n} = {v}")).collect::<Vec<_>>().join(", ")
+}
+
+/// What `--kernel host` and `topology host` say when the host kernel carries scheduler sysctls
+/// upstream does not: its scheduler is patched in ways the model does not know. `None`
+/// without any.
 pub fn vendor_sysctl_note(found: &[(String, String)]) -> Option<String> {
     (!found.is_empty()).then(|| {
-        let list: Vec<String> = found.iter().map(|(n, v)| format!("{n} = {v}")).collect();
         format!(
-            "--kernel host: this kernel has scheduler sysctls upstream Linux lacks ({}): a vendor patch \
-             the model does not have, so its decisions may differ from this kernel's",
-            list.join(", ")
+            "this kernel has scheduler sysctls upstream Linux lacks ({}): a vendor patch the model \
+             does not have, so its decisions may differ from this kernel's",
+            vendor_sysctl_list(found)
         )
     })
 }

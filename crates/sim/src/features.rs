@@ -125,17 +125,19 @@ impl FeatureSet {
     }
 }
 
+impl FeatureSet {
+    /// As `cat /sys/kernel/debug/sched/features` prints on a kernel without the features in
+    /// `absent`: every other feature, `NAME` or `NO_NAME`, each followed by a space.
+    pub fn line_without(&self, absent: &[Feature]) -> String {
+        let on_off = |&f: &Feature| if self.has(f) { format!("{} ", f.name()) } else { format!("NO_{} ", f.name()) };
+        Feature::ALL.iter().filter(|f| !absent.contains(f)).map(on_off).collect()
+    }
+}
+
 impl fmt::Display for FeatureSet {
-    /// Exactly as `cat /sys/kernel/debug/sched/features` prints: space-separated, then newline.
+    /// Exactly as `cat /sys/kernel/debug/sched/features` prints on 7.3.4 (every feature).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for &feat in Feature::ALL {
-            if self.has(feat) {
-                write!(f, "{} ", feat.name())?;
-            } else {
-                write!(f, "NO_{} ", feat.name())?;
-            }
-        }
-        Ok(())
+        f.write_str(&self.line_without(&[]))
     }
 }
 

@@ -427,12 +427,7 @@ pub fn apply_features(config: &mut SchedConfig, list: &str) -> Result<(), String
 /// The feature line `kernel`'s debugfs prints for `features`: [`FeatureSet`]'s, without the
 /// features the version lacks.
 pub fn features_line(kernel: &str, features: &FeatureSet) -> String {
-    let absent = absent_features(kernel);
-    crate::features::Feature::ALL
-        .iter()
-        .filter(|f| !absent.contains(f))
-        .map(|&f| if features.has(f) { format!("{} ", f.name()) } else { format!("NO_{} ", f.name()) })
-        .collect()
+    features.line_without(absent_features(kernel))
 }
 
 /// The feature tokens that turn a preset's defaults into `features`.
