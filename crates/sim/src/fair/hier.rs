@@ -360,46 +360,15 @@ impl Fair<'_> {
         }
     }
 
-    /// 7.2.12's `reweight_entity()` / `rescale_entity()` (see [`Fair::reweight_entity`]).
+    /// 7.2.12's `reweight_entity()` / `rescale_entity()` (see [`Fair::reweight_entity`]): the
+    /// outstanding runtime charged, then 7.3's `reweight_eevdf()` body with the group entity's
+    /// load weight following.
     fn reweight_rescale_form(&mut self, e: TaskId, weight: u64, is_curr: bool, on_rq: bool) {
-        let old = self.se(e).load_weight as i64;
-        let div = weight as i64;
-        let mut avruntime = 0;
-        let mut rel_vprot = false;
         if on_rq {
             self.update_curr();
-            avruntime = self.avg_vruntime();
-            let vlag = self.entity_lag(e, avruntime);
-            let protected = is_curr && self.protect_slice(e);
-            let se = self.se_mut(e);
-            se.vlag = vlag;
-            se.deadline = se.deadline.wrapping_sub(avruntime);
-            se.rel_deadline = true;
-            if protected {
-                se.vprot = se.vprot.wrapping_sub(avruntime);
-                rel_vprot = true;
-            }
-            self.leave_for_reweight(e, is_curr);
         }
-        self.scale_lag_and_deadline(e, old, div);
-        let se = self.se_mut(e);
-        if rel_vprot {
-            se.vprot = ((se.vprot as i64).wrapping_mul(old) / div) as u64;
-        }
-        se.load_weight = weight;
-        se.h_weight = weight;
-        if on_rq {
-            if rel_vprot {
-                se.vprot = se.vprot.wrapping_add(avruntime);
-            }
-            se.deadline = se.deadline.wrapping_add(avruntime);
-            se.rel_deadline = false;
-            se.vruntime = avruntime.wrapping_sub(se.vlag as u64);
-            if !is_curr {
-                self.enqueue_tree(e);
-            }
-            self.cfs.nr_queued += 1;
-        }
+        self.rescale_weight(e, weight, is_curr, on_rq);
+        self.se_mut(e).load_weight = weight;
     }
 
     /// `se->slice = slice` for a queued entity, with the tree's `min_slice` propagated

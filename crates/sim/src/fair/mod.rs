@@ -308,9 +308,9 @@ impl<'a> Fair<'a> {
 
     /// Refreshes the flat effective weight of a group task (7.3 `reweight_eevdf()` at enqueue,
     /// `set_next_task_fair()` and the tick).
-    fn refresh_h_weight(&mut self, t: TaskId, resched: bool) {
+    fn refresh_h_weight(&mut self, t: TaskId) {
         if let Some(h) = self.group_h_weight(t) {
-            self.reweight_h(t, h, resched);
+            self.reweight_h(t, h);
         }
     }
 
@@ -325,7 +325,7 @@ impl<'a> Fair<'a> {
         if let Some((groups, cpu)) = self.groups.as_mut() {
             groups.update_chain(*cpu, g);
         }
-        self.refresh_h_weight(c, true);
+        self.refresh_h_weight(c);
     }
 
     // ---- PELT hooks (spec §5.7; the call sites of fair.c v7.3.4) ----------------------------
@@ -821,12 +821,15 @@ impl<'a> Fair<'a> {
             let runnable_before = self.se(t).on_rq && !self.se(t).sched_delayed;
             self.pelt_update(t, false, runnable_before, pelt::UPDATE_TG | pelt::DO_ATTACH);
         }
+        let is_curr = self.cfs.curr == Some(t);
         if self.groups.is_some() {
             let delayed = self.se(t).sched_delayed;
             self.group_account(t, (false, false), (true, !delayed));
-            self.refresh_h_weight(t, false);
+            // 7.3.4 reweights a task being placed afresh, not the running one re-entering.
+            if !is_curr {
+                self.refresh_h_weight(t);
+            }
         }
-        let is_curr = self.cfs.curr == Some(t);
         if is_curr {
             self.place_entity(t, flags);
         }
@@ -1062,13 +1065,13 @@ impl<'a> Fair<'a> {
         se.exec_start = now;
         se.prev_sum_exec_runtime = se.sum_exec_runtime;
         self.cfs.curr = Some(t);
+        if self.se(t).on_rq {
+            self.refresh_h_weight(t);
+        }
         // ≤6.16 set_next_entity() has no `first`: the save/restore bracket re-arms the marker too.
         let arm = first || self.p.behavior.protect == ProtectVariant::V6_16;
         if arm && self.se(t).on_rq {
             self.set_protect_slice(t);
-        }
-        if self.se(t).on_rq {
-            self.refresh_h_weight(t, false);
         }
     }
 
@@ -1435,59 +1438,71 @@ impl<'a> Fair<'a> {
         se.load_weight = w_new;
     }
 
-    /// `reweight_eevdf()` for a task's flat effective weight (fair.c v7.3.4; spec §3.17,
-    /// §7): the weight EEVDF uses becomes `w_new` while the task's own load weight stays.
-    /// Not queued: the saved lag and a relative deadline are rescaled (lag `w·vlag` kept).
-    /// Queued (in the tree or running): the entity leaves the sums with its current lag,
-    /// is rescaled and placed back (the `reweight_entity()` sequence), and the running task
-    /// keeps its protection's distance from its vruntime. At the tick (`resched`) a change
-    /// asks for a lazy reschedule, as `reweight_eevdf()` does; at enqueue and switch-in the
-    /// pick that follows sees the new weight anyway.
-    pub fn reweight_h(&mut self, t: TaskId, w_new: u64, resched: bool) {
+    /// `reweight_eevdf()` for a task's flat effective weight (fair.c v7.3.4; spec §3.17):
+    /// the weight EEVDF uses becomes `w_new` while the task's own load weight stays. The
+    /// callers (enqueue, `set_next_task_fair()`, the tick after `entity_tick()`) have charged
+    /// the running task already, and nothing here asks for a reschedule.
+    pub fn reweight_h(&mut self, t: TaskId, w_new: u64) {
         let se = self.se(t);
-        if se.h_weight == w_new {
+        let (is_curr, on_rq) = (self.cfs.curr == Some(t), se.on_rq);
+        self.rescale_weight(t, w_new, is_curr, on_rq);
+    }
+
+    /// The body of `reweight_eevdf()` (fair.c v7.3.4, with `rescale_entity()`; 7.2.12's
+    /// `reweight_entity()` does the same for a group entity). A queued entity leaves the sums
+    /// with its clamped lag (`entity_lag()`, no delayed-lag rule), its deadline and, while it
+    /// runs protected, its protection made relative to V; lag, relative deadline and relative
+    /// protection are scaled by `old/new` (`div64_long`, truncating); the entity goes back at
+    /// `V - vlag`, so V does not move. A dequeued entity only has its saved lag (and a
+    /// relative deadline) scaled. No `place_entity()`: its lag inflation applied at every
+    /// reweight would compound (a task whose group's weight moves with its siblings' sleeps
+    /// sank further behind at each one).
+    pub(super) fn rescale_weight(&mut self, e: TaskId, w_new: u64, is_curr: bool, on_rq: bool) {
+        let w_old = self.se(e).h_weight as i64;
+        if w_old as u64 == w_new {
             return;
         }
-        let w_old = i128::from(se.h_weight);
-        let scale = |x: i64| (i128::from(x) * w_old / i128::from(w_new)) as i64;
-        if !se.on_rq {
-            let se = self.se_mut(t);
-            se.vlag = scale(se.vlag);
-            if se.rel_deadline {
-                se.deadline = scale(se.deadline as i64) as u64;
+        let div = w_new as i64;
+        let scale = |x: i64| x.wrapping_mul(w_old) / div;
+        let mut avruntime = 0;
+        let mut rel_vprot = false;
+        if on_rq {
+            avruntime = self.avg_vruntime();
+            let vlag = self.entity_lag(e, avruntime);
+            let protected = is_curr && self.protect_slice(e);
+            let se = self.se_mut(e);
+            se.vlag = vlag;
+            se.deadline = se.deadline.wrapping_sub(avruntime);
+            se.rel_deadline = true;
+            if protected {
+                se.vprot = se.vprot.wrapping_sub(avruntime);
+                rel_vprot = true;
             }
-            se.h_weight = w_new;
-            return;
+            self.cfs.nr_queued -= 1;
+            if !is_curr {
+                self.dequeue_tree(e);
+            }
         }
-        let is_curr = self.cfs.curr == Some(t);
-        if is_curr {
-            self.update_curr();
-        }
-        self.update_entity_lag(t);
-        let se = self.se_mut(t);
-        let prot = se.vprot.wrapping_sub(se.vruntime);
-        se.deadline = se.deadline.wrapping_sub(se.vruntime);
-        se.rel_deadline = true;
-        let in_tree = se.in_tree;
-        self.cfs.nr_queued -= 1;
-        if in_tree {
-            self.dequeue_tree(t);
-        }
-        let se = self.se_mut(t);
+        let se = self.se_mut(e);
         se.vlag = scale(se.vlag);
-        se.deadline = scale(se.deadline as i64) as u64;
+        if se.rel_deadline {
+            se.deadline = scale(se.deadline as i64) as u64;
+        }
+        if rel_vprot {
+            se.vprot = scale(se.vprot as i64) as u64;
+        }
         se.h_weight = w_new;
-        self.place_entity(t, 0);
-        if in_tree {
-            self.enqueue_tree(t);
-        }
-        self.cfs.nr_queued += 1;
-        if is_curr {
-            let se = self.se_mut(t);
-            se.vprot = se.vruntime.wrapping_add(prot);
-        }
-        if resched {
-            self.resched_curr_lazy();
+        if on_rq {
+            if rel_vprot {
+                se.vprot = se.vprot.wrapping_add(avruntime);
+            }
+            se.deadline = se.deadline.wrapping_add(avruntime);
+            se.rel_deadline = false;
+            se.vruntime = avruntime.wrapping_sub(se.vlag as u64);
+            if !is_curr {
+                self.enqueue_tree(e);
+            }
+            self.cfs.nr_queued += 1;
         }
     }
 

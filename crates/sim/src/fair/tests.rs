@@ -444,6 +444,36 @@ fn reweight_preserves_weighted_lag() {
     assert_eq!(r.ents[0].vlag, 1_024_000 * 1024 / 3121);
 }
 
+/// 7.3's `reweight_eevdf()` of a queued task (`rescale_entity()`): V stays where it was, the
+/// task goes back at `V - vlag·w/w'` with its deadline's distance from V scaled alike, and
+/// reweights back and forth return it where it started. (Placing it again with
+/// `place_entity()` inflated the lag at every call: a hog whose session siblings sleep and
+/// wake sank further behind at each change of its effective weight.)
+#[test]
+fn flat_reweight_keeps_v_and_the_weighted_lag() {
+    let mut r = Rig::v7_3();
+    r.wake(A, 0);
+    r.wake(B, -1_000_000);
+    r.wake(C, 400_000);
+    r.run(A);
+    r.advance(300_000);
+    let (v, lag_b) = (r.v(), r.lag(B));
+    let dl_b = r.ents[1].deadline.wrapping_sub(v) as i64;
+    let w = r.ents[1].h_weight;
+    r.f().reweight_h(B, w / 4);
+    let near = |a: i64, b: i64| (a - b).abs() <= 4;
+    assert!(near(r.v() as i64, v as i64), "V moved: {} -> {}", v, r.v());
+    assert!(near(r.lag(B), 4 * lag_b), "lag {} -> {}", lag_b, r.lag(B));
+    assert!(near(r.ents[1].deadline.wrapping_sub(v) as i64, 4 * dl_b));
+    for _ in 0..100 {
+        r.f().reweight_h(B, w);
+        r.f().reweight_h(B, w / 4);
+    }
+    r.f().reweight_h(B, w);
+    assert!(near(r.v() as i64, v as i64), "V after 201 reweights: {} -> {}", v, r.v());
+    assert!(near(r.lag(B), lag_b), "lag after 201 reweights: {} -> {}", lag_b, r.lag(B));
+}
+
 /// The lag clamp is one max slice plus a tick, in virtual time.
 #[test]
 fn lag_is_clamped() {
