@@ -1,7 +1,7 @@
 //! `__schedule()` and the reschedule machinery of kernel/sched/core.c (v7.3.4): where a
 //! reschedule request is acted upon under each preemption model (spec §3.11, §3.12).
 
-use super::{Cause, Ev, Sim};
+use super::{Cause, Ev, Sim, step_slot};
 use crate::fair::{Resched, deq};
 use crate::select::{CpuFacts, CpuSource, Occupancy, SelectCtx};
 use crate::task::Task;
@@ -209,8 +209,10 @@ impl Sim {
     /// Saves the progress of the running step and cancels its end event.
     pub(super) fn stop_step(&mut self, cpu: u32) {
         let now = self.now;
+        if self.queue.clear_slot(step_slot(cpu)) {
+            self.stale_events += 1;
+        }
         let rq = &mut self.rqs[cpu as usize];
-        rq.step_gen = rq.step_gen.wrapping_add(1);
         let Some(t) = rq.curr else { return };
         let elapsed = now - rq.step_start;
         rq.step_start = now;

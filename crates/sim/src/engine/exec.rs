@@ -5,7 +5,7 @@
 //! program without any CPU-consuming instruction cannot hang the engine.
 
 use super::core::{Origin, Switch};
-use super::{Cause, Ev, Sim};
+use super::{Cause, Ev, Sim, step_slot};
 use crate::fair::{Resched, deq, enq};
 use crate::program::Op;
 use crate::task::{AfterKernel, Step, TaskId};
@@ -45,11 +45,10 @@ impl Sim {
                 }
                 continue;
             }
-            let rq = &mut self.rqs[cpu as usize];
-            rq.step_gen = rq.step_gen.wrapping_add(1);
-            rq.step_start = now;
-            let generation = rq.step_gen;
-            self.queue.push(Nanos(now + remaining), Ev::StepEnd { cpu, generation });
+            self.rqs[cpu as usize].step_start = now;
+            if self.queue.set_slot(step_slot(cpu), Nanos(now + remaining), Ev::StepEnd { cpu }) {
+                self.stale_events += 1;
+            }
             return;
         }
     }
@@ -57,7 +56,6 @@ impl Sim {
     /// The running step's time is used up.
     pub(super) fn step_end(&mut self, cpu: u32) {
         let rq = &mut self.rqs[cpu as usize];
-        rq.step_gen = rq.step_gen.wrapping_add(1);
         if rq.in_prologue {
             rq.prologue = 0;
         } else if let Some(t) = rq.curr {

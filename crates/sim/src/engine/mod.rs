@@ -53,15 +53,17 @@ pub struct SimSetup {
     pub groups: Vec<GroupSpec>,
 }
 
-/// The events of the simulation. Generations make stale events no-ops (lazy cancellation).
+/// The events of the simulation. A CPU's step end and hrtick are its slots in the queue,
+/// replaced or cancelled in place ([`step_slot`], [`hrtick_slot`]); a sleep timer's generation
+/// makes a cancelled one a no-op (lazy cancellation).
 #[derive(Clone, Copy, Debug)]
 enum Ev {
     /// The current step of the CPU's running task (or its switch-in prologue) ends.
-    StepEnd { cpu: u32, generation: u32 },
+    StepEnd { cpu: u32 },
     /// Periodic scheduler tick.
     Tick { cpu: u32 },
     /// The hrtick one-shot timer.
-    Hrtick { cpu: u32, generation: u32 },
+    Hrtick { cpu: u32 },
     /// Hard expiry of a task's hrtimer sleep.
     TimerHard { cpu: u32, task: TaskId, generation: u32 },
     /// An interrupt return (IPI, or the end of an interrupt handler) on a CPU: a pending
@@ -75,6 +77,16 @@ enum Ev {
     Fork { task: TaskId },
     /// A NOHZ idle-balance kick reaches an idle CPU.
     NohzBalance { cpu: u32 },
+}
+
+/// The queue slot of a CPU's step end.
+fn step_slot(cpu: u32) -> u32 {
+    2 * cpu
+}
+
+/// The queue slot of a CPU's hrtick.
+fn hrtick_slot(cpu: u32) -> u32 {
+    2 * cpu + 1
 }
 
 /// What made the current reschedule request of a CPU (for tick/wakeup preemption counters).
@@ -96,8 +108,6 @@ struct Rq {
     curr: Option<TaskId>,
     need_resched: Resched,
     resched_cause: Cause,
-    /// Generation of the running step's `StepEnd` event.
-    step_gen: u32,
     /// When the running step (or prologue) started consuming CPU.
     step_start: u64,
     /// Kernel-mode switch-in work left before the task's own step resumes.
@@ -106,7 +116,6 @@ struct Rq {
     tick_armed: bool,
     /// The time of this CPU's queued `Tick` event while `tick_armed`.
     tick_next: u64,
-    hrtick_gen: u32,
     /// When the armed hrtick expires (`None`: not armed).
     hrtick_at: Option<u64>,
     /// The time of this CPU's one queued `Hrtick` event, if any.
@@ -139,13 +148,11 @@ impl Rq {
             curr: None,
             need_resched: Resched::None,
             resched_cause: Cause::Other,
-            step_gen: 0,
             step_start: 0,
             prologue: 0,
             in_prologue: false,
             tick_armed: false,
             tick_next: 0,
-            hrtick_gen: 0,
             hrtick_at: None,
             hrtick_queued: None,
             idle_since: Some(0),
@@ -226,7 +233,8 @@ pub struct SimReport {
     pub simulated_ns: u64,
     /// Events handled (a step end, tick, hrtick, timer, IPI, idle exit, fork or balance kick).
     pub events: u64,
-    /// Cancelled events popped and dropped (lazy deletion).
+    /// Events cancelled before they were due: step ends and hrticks replaced or cancelled in
+    /// their slots, and stale sleep timers and hrticks popped and dropped.
     pub stale_events: u64,
     /// Why the run stopped.
     pub stop: StopReason,
@@ -624,9 +632,9 @@ impl Sim {
     fn dispatch(&mut self, ev: Ev) -> bool {
         if self.check {
             match ev {
-                Ev::StepEnd { cpu, .. }
+                Ev::StepEnd { cpu }
                 | Ev::Tick { cpu }
-                | Ev::Hrtick { cpu, .. }
+                | Ev::Hrtick { cpu }
                 | Ev::TimerHard { cpu, .. }
                 | Ev::IrqExit { cpu }
                 | Ev::Ipi { cpu }
@@ -636,17 +644,11 @@ impl Sim {
             }
         }
         match ev {
-            Ev::StepEnd { cpu, generation } => {
-                if self.rqs[cpu as usize].step_gen != generation {
-                    return false;
-                }
+            Ev::StepEnd { cpu } => {
                 self.step_end(cpu);
             }
             Ev::Tick { cpu } => self.tick(cpu),
-            Ev::Hrtick { cpu, generation } => {
-                if self.rqs[cpu as usize].hrtick_gen != generation {
-                    return false;
-                }
+            Ev::Hrtick { cpu } => {
                 return self.hrtick_expired(cpu);
             }
             Ev::TimerHard { cpu, task, generation } => {

@@ -6,7 +6,7 @@
 //! and at the latest at its hard expiry (soft + timer slack).
 
 use super::core::{IdleState, Origin};
-use super::{Cause, Ev, Sim};
+use super::{Cause, Ev, Sim, hrtick_slot};
 use crate::fair::Resched;
 use crate::task::{Step, TaskId};
 use crate::time::Nanos;
@@ -108,10 +108,10 @@ impl Sim {
         // One queued event per CPU: a later expiry is picked up when the queued event fires
         // (`hrtick_expired`), so re-arming never piles events up in the queue.
         if rq.hrtick_queued.is_none_or(|q| at < q) {
-            rq.hrtick_gen = rq.hrtick_gen.wrapping_add(1);
             rq.hrtick_queued = Some(at);
-            let generation = rq.hrtick_gen;
-            self.queue.push(Nanos(at), Ev::Hrtick { cpu, generation });
+            if self.queue.set_slot(hrtick_slot(cpu), Nanos(at), Ev::Hrtick { cpu }) {
+                self.stale_events += 1;
+            }
         }
     }
 
@@ -126,8 +126,7 @@ impl Sim {
             None => false,
             Some(at) if at > now => {
                 rq.hrtick_queued = Some(at);
-                let generation = rq.hrtick_gen;
-                self.queue.push(Nanos(at), Ev::Hrtick { cpu, generation });
+                self.queue.set_slot(hrtick_slot(cpu), Nanos(at), Ev::Hrtick { cpu });
                 false
             }
             Some(_) => {
