@@ -25,7 +25,7 @@
 //! on each CPU, whose entity weights are the `se_weight` computed here.
 
 use super::group_pelt::GroupPelt;
-use super::weight::{NICE_0_LOAD, SCHED_PRIO_TO_WEIGHT, WEIGHT_IDLEPRIO, scale_load, scale_load_down};
+use super::weight::{NICE_0_LOAD, SCHED_PRIO_TO_WEIGHT, WEIGHT_IDLEPRIO, mul_div, scale_load, scale_load_down};
 
 /// `MIN_SHARES` (kernel/sched/sched.h v7.3.4): the floor of a group entity's weight.
 pub const MIN_SHARES: u64 = 2;
@@ -337,8 +337,7 @@ impl Groups {
                 (tg_shares * nr, scale_load(SCHED_PRIO_TO_WEIGHT[0]))
             }
         };
-        let shares =
-            if tg_weight != 0 { (u128::from(num) * u128::from(load) / u128::from(tg_weight)) as u64 } else { num };
+        let shares = if tg_weight != 0 { mul_div(num, load, tg_weight) } else { num };
         shares.clamp(MIN_SHARES, max.max(MIN_SHARES))
     }
 
@@ -350,7 +349,7 @@ impl Groups {
             return w;
         }
         let frac = |h: u64, num: u64, den: u64| {
-            if den == 0 { h } else { ((u128::from(h) * u128::from(num) / u128::from(den)) as u64).max(2) }
+            if den == 0 { h } else { mul_div(h, num, den).max(2) }
         };
         let mut h = frac(NICE_0_LOAD, w, self.rq(cpu, g).load_weight);
         let mut l = g;

@@ -1089,7 +1089,7 @@ impl<'a> Fair<'a> {
             }
             return None;
         }
-        let delta = (u128::from(se.h_weight) * u128::from(vdelta) / u128::from(NICE_0_LOAD)) as u64;
+        let delta = weight::mul_div(se.h_weight, vdelta, NICE_0_LOAD);
         // hrtick_start(): never closer than 10 µs.
         Some(delta.max(10_000))
     }

@@ -72,8 +72,18 @@ pub fn calc_delta_fair(delta: u64, w: u64, mode: CalcDelta) -> u64 {
         return delta;
     }
     match mode {
-        CalcDelta::Div => ((u128::from(delta) * u128::from(NICE_0_LOAD)) / u128::from(w)) as u64,
+        CalcDelta::Div => mul_div(delta, NICE_0_LOAD, w),
         CalcDelta::MulShift => calc_delta_mulshift(delta, NICE_0_LOAD, w),
+    }
+}
+
+/// `a * b / c`, truncating: in u64 where the product fits (as the kernel computes it; a u128
+/// division is a library call), in u128 otherwise. The same value either way.
+#[inline]
+pub fn mul_div(a: u64, b: u64, c: u64) -> u64 {
+    match a.checked_mul(b) {
+        Some(p) => p / c,
+        None => (u128::from(a) * u128::from(b) / u128::from(c)) as u64,
     }
 }
 
