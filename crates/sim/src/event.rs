@@ -1,6 +1,6 @@
 //! The event queue: a binary heap with a total order (time, then insertion sequence), and
-//! beside it a tournament tree of *slots*, events that exist at most once per slot (a CPU's
-//! step end, its hrtick).
+//! beside it a 4-ary tournament tree of *slots*, events that exist at most once per slot (a
+//! CPU's step end, its hrtick).
 //!
 //! Equal times pop in FIFO order, so a run never depends on heap internals. A slot's event is
 //! replaced or cancelled in place, so a CPU whose running step is cut short leaves nothing
@@ -14,7 +14,9 @@ use std::collections::BinaryHeap;
 use crate::time::Nanos;
 
 /// One pending event. `key` packs (time, sequence) into one integer so that a single compare
-/// orders entries: time in the high 64 bits, insertion sequence in the low 64.
+/// orders entries: time in the high 64 bits, then the insertion sequence, then (for a slot's
+/// event) the slot in the low [`SLOT_BITS`]; the sequence is unique, so the slot bits never
+/// decide an order.
 struct Entry<E> {
     key: u128,
     event: E,
@@ -23,6 +25,10 @@ struct Entry<E> {
 fn time_of(key: u128) -> Nanos {
     Nanos((key >> 64) as u64)
 }
+
+/// Bits of a key below the sequence: room for a slot number (two slots per CPU).
+const SLOT_BITS: u32 = 20;
+const SLOT_MASK: u128 = (1 << SLOT_BITS) - 1;
 
 impl<E> PartialEq for Entry<E> {
     fn eq(&self, other: &Self) -> bool {
@@ -58,9 +64,9 @@ impl<E> Default for EventQueue<E> {
 
 impl<E> EventQueue<E> {
     fn next_key(&mut self, at: Nanos) -> u128 {
-        assert_ne!(self.seq, u64::MAX, "event sequence exhausted");
+        assert!(self.seq < u64::MAX >> SLOT_BITS, "event sequence exhausted");
         self.seq += 1;
-        (u128::from(at.0) << 64) | u128::from(self.seq)
+        (u128::from(at.0) << 64) | (u128::from(self.seq) << SLOT_BITS)
     }
     pub fn push(&mut self, at: Nanos, event: E) {
         let key = self.next_key(at);
@@ -69,7 +75,8 @@ impl<E> EventQueue<E> {
     /// Arms `slot`'s one event at `at` (ordered as a push made now), cancelling the event the
     /// slot held; returns whether there was one.
     pub fn set_slot(&mut self, slot: u32, at: Nanos, event: E) -> bool {
-        let key = self.next_key(at);
+        assert!(u128::from(slot) <= SLOT_MASK, "slot {slot} out of range");
+        let key = self.next_key(at) | u128::from(slot);
         self.slots.set(slot, key, event)
     }
     /// Cancels `slot`'s event; returns whether there was one.
@@ -106,23 +113,17 @@ impl<E> EventQueue<E> {
 
 const EMPTY: u128 = u128::MAX;
 
-/// A node of the slot tree: the earliest key below it and its slot.
-#[derive(Clone, Copy, PartialEq, Eq)]
-struct Node {
-    key: u128,
-    slot: u32,
-}
-
-/// The slot events: a tournament tree over the slots, each node holding the earliest key below
-/// it and its slot, so setting or cancelling a slot replays one leaf-to-root path (stopping
-/// where a node comes out unchanged: a CPU that is not the earliest rarely climbs far) and the
-/// earliest slot event is at the root.
+/// The slot events: a 4-ary tournament tree over the slots whose nodes are keys (each holds
+/// the earliest key below it; a key's low bits name its slot), so setting or cancelling a slot
+/// replays one leaf-to-root path, one cache line of four children per level, stopping at the
+/// first node that comes out unchanged (a CPU that is not the earliest rarely climbs far), and
+/// the earliest slot event is at the root.
 struct Slots<E> {
-    /// Node 1 is the root, node `leaves + s` slot `s`'s leaf (`EMPTY` when it has no event).
-    nodes: Vec<Node>,
+    /// Node 0 is the root, node `(i - 1) / 4` the parent of `i`, node `first_leaf + s` slot
+    /// `s`'s leaf (`EMPTY` when it has no event).
+    nodes: Vec<u128>,
     events: Vec<Option<E>>,
-    /// A power of two, at least 2.
-    leaves: usize,
+    first_leaf: usize,
     len: usize,
     /// A slot popped whose path still holds its key: a step end popped is usually followed by
     /// the same CPU's next step end, which then replays the path once instead of twice.
@@ -131,8 +132,8 @@ struct Slots<E> {
 
 impl<E> Default for Slots<E> {
     fn default() -> Self {
-        let mut s = Slots { nodes: Vec::new(), events: Vec::new(), leaves: 0, len: 0, ghost: None };
-        s.grow(2);
+        let mut s = Slots { nodes: Vec::new(), events: Vec::new(), first_leaf: 0, len: 0, ghost: None };
+        s.grow(4);
         s
     }
 }
@@ -141,8 +142,8 @@ impl<E> Slots<E> {
     /// The earliest slot and its key.
     fn first(&mut self) -> Option<(u32, u128)> {
         self.settle();
-        let root = self.nodes[1];
-        (self.len > 0).then_some((root.slot, root.key))
+        let root = self.nodes[0];
+        (self.len > 0).then_some(((root & SLOT_MASK) as u32, root))
     }
 
     /// Takes the earliest slot's event (the slot left a ghost).
@@ -169,7 +170,7 @@ impl<E> Slots<E> {
         } else {
             self.settle();
         }
-        if s >= self.leaves {
+        if s >= self.events.len() {
             self.grow(s + 1);
         }
         let had = self.events[s].is_some();
@@ -183,20 +184,26 @@ impl<E> Slots<E> {
         self.settle();
         let s = slot as usize;
         let e = self.events.get_mut(s)?.take()?;
-        let key = self.nodes[self.leaves + s].key;
+        let key = self.nodes[self.first_leaf + s];
         self.len -= 1;
         self.replay(s, EMPTY);
         Some((key, e))
     }
 
+    /// The earliest of node `p`'s four children.
+    #[inline]
+    fn winner(&self, p: usize) -> u128 {
+        let c = &self.nodes[4 * p + 1..4 * p + 5];
+        c[0].min(c[1]).min(c[2].min(c[3]))
+    }
+
     /// Sets slot `s`'s key and recomputes its path up to the first node that does not change.
     fn replay(&mut self, s: usize, key: u128) {
-        let mut j = self.leaves + s;
-        self.nodes[j].key = key;
-        while j > 1 {
-            let p = j / 2;
-            let (a, b) = (self.nodes[2 * p], self.nodes[2 * p + 1]);
-            let w = if b.key < a.key { b } else { a };
+        let mut j = self.first_leaf + s;
+        self.nodes[j] = key;
+        while j > 0 {
+            let p = (j - 1) / 4;
+            let w = self.winner(p);
             if self.nodes[p] == w {
                 break;
             }
@@ -205,23 +212,23 @@ impl<E> Slots<E> {
         }
     }
 
-    /// Room for `n` slots: the leaves doubled until they fit, every inner node recomputed.
+    /// Room for `n` slots: the leaves multiplied by four until they fit, every inner node
+    /// recomputed.
     fn grow(&mut self, n: usize) {
-        let leaves = n.next_power_of_two().max(2);
-        let mut nodes = vec![Node { key: EMPTY, slot: 0 }; 2 * leaves];
-        for (s, leaf) in nodes[leaves..].iter_mut().enumerate() {
-            leaf.slot = s as u32;
-            if s < self.leaves {
-                leaf.key = self.nodes[self.leaves + s].key;
-            }
+        let mut leaves = 4;
+        while leaves < n {
+            leaves *= 4;
         }
-        for p in (1..leaves).rev() {
-            let (a, b) = (nodes[2 * p], nodes[2 * p + 1]);
-            nodes[p] = if b.key < a.key { b } else { a };
-        }
+        let first_leaf = (leaves - 1) / 3;
+        let mut nodes = vec![EMPTY; first_leaf + leaves];
+        let old = self.events.len();
+        nodes[first_leaf..first_leaf + old].copy_from_slice(&self.nodes[self.first_leaf..self.first_leaf + old]);
         self.nodes = nodes;
+        self.first_leaf = first_leaf;
+        for p in (0..first_leaf).rev() {
+            self.nodes[p] = self.winner(p);
+        }
         self.events.resize_with(leaves, || None);
-        self.leaves = leaves;
     }
 }
 
