@@ -77,8 +77,12 @@ pub(in crate::engine) struct CacheSched {
     active: bool,
     /// By `mm`.
     groups: Vec<CacheGroup>,
-    /// By `mm * ncpus + cpu`: `grp->pcpu_sched`.
+    /// By `cpu * nr_mm + mm` ([`CacheSched::pcpu_idx`]): `grp->pcpu_sched`, a per-CPU
+    /// allocation, so a CPU's entries of all processes lie together as in the kernel's
+    /// per-CPU areas. (By process first, a CPU running a ring of 96 processes touched 96 lines
+    /// 3 KiB apart; `lat_ctx -P 192 -s 0 96` spent 8 % of its time missing them.)
     pcpu: Vec<CacheTime>,
+    nr_mm: usize,
     rq: Vec<CpuEpoch>,
     ncpus: usize,
     /// `cpu_smt_num_threads`.
@@ -108,6 +112,7 @@ impl CacheSched {
             active: built_in && enabled && multi_llcs,
             groups: Vec::new(),
             pcpu: Vec::new(),
+            nr_mm: 0,
             rq: vec![CpuEpoch::default(); ncpus],
             ncpus,
             smt_threads: u64::from(threads.into_iter().max().unwrap_or(1).max(1)),
@@ -124,6 +129,12 @@ impl CacheSched {
         }
         self.groups = vec![CacheGroup::default(); nr_mm];
         self.pcpu = vec![CacheTime::default(); nr_mm * self.ncpus];
+        self.nr_mm = nr_mm;
+    }
+
+    /// `per_cpu_ptr(grp->pcpu_sched, cpu)`: where process `mm`'s entry for `cpu` is.
+    fn pcpu_idx(&self, mm: usize, cpu: u32) -> usize {
+        cpu as usize * self.nr_mm + mm
     }
 
     pub(in crate::engine) fn active(&self) -> bool {
@@ -206,7 +217,7 @@ impl Sim {
         let period = self.llc_period();
         let timeout = i64::from(self.cfg.sysctl.llc.epoch_affinity_timeout);
         let c = &mut self.lb.cache;
-        let k = mm * c.ncpus + cpu as usize;
+        let k = c.pcpu_idx(mm, cpu);
         let (rq, pcpu) = (&mut c.rq[cpu as usize], &mut c.pcpu[k]);
         update_mm_sched(rq, pcpu, now, period);
         pcpu.runtime += delta;
@@ -272,7 +283,8 @@ impl Sim {
     /// in `NICE_0_LOAD` units.
     fn fraction_mm_sched(&mut self, cpu: u32, mm: usize, now: u64, period: u64) -> u64 {
         let c = &mut self.lb.cache;
-        let (rq, pcpu) = (&mut c.rq[cpu as usize], &mut c.pcpu[mm * c.ncpus + cpu as usize]);
+        let k = c.pcpu_idx(mm, cpu);
+        let (rq, pcpu) = (&mut c.rq[cpu as usize], &mut c.pcpu[k]);
         update_mm_sched(rq, pcpu, now, period);
         NICE_0_LOAD * pcpu.runtime / (rq.cpu_runtime + 1)
     }
