@@ -751,6 +751,11 @@ pub struct VmRunArgs {
     /// Do not replug vCPUs 1..N-1 right before each run (as compare --vm's --no-replug).
     #[arg(long)]
     pub no_replug: bool,
+    /// Start the workload in a session of its own (setsid), as a login shell does: with the
+    /// guest's autogroup on, its own task group (the model's `--autogroup on`); by default it
+    /// runs in init's session, the root task group, as the ground truth did.
+    #[arg(long)]
+    pub session: bool,
     /// The workload and its own flags, as for `schedlab native`: `hackbench -p -g 1 -l 200`.
     #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "WORKLOAD")]
     pub workload: Vec<String>,

@@ -108,6 +108,7 @@ fn vm_run(a: &VmRunArgs) -> anyhow::Result<()> {
         runs: a.runs,
         warmup: a.warmup,
         workload: a.workload.clone(),
+        own_session: a.session,
     };
     on_interrupt();
     let report = vm::run(&opts, &|m| eprintln!("{m}")).map_err(vm_error)?;

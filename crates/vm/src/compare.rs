@@ -294,6 +294,7 @@ pub fn boot_rounds(
                 builtin: req.session.builtin,
                 replug: req.session.replug,
                 trace_kb: req.session.trace_kb,
+                own_session: false,
             };
             note(&format!(
                 "vm: boot {}/{total}: {} ({}), round {}{}",

@@ -79,6 +79,11 @@ pub struct GuestPlan {
     /// text: its static key and static call), `tracing_on` is set around each measured run
     /// only, and the text leaves the guest gzipped and base64-encoded on the agent's port.
     pub trace_kb: Option<u32>,
+    /// Start the benchmark in a session of its own (`setsid`), as a login shell starts a
+    /// command: with `sched_autogroup_enabled` (Debian's default) the session is a task group
+    /// of its own (an autogroup), the case of schedlab's `--autogroup on`. Otherwise it runs in
+    /// init's session, the root task group, as the ground truth did.
+    pub own_session: bool,
 }
 
 /// Single-quotes `s` for the shell.
@@ -235,7 +240,7 @@ while [ $i -le {total} ]; do
   cat /proc/schedstat > /tmp/ss0
   traced=0
   [ $kind = run ] && [ -n "$TRACE" ] && {{ echo > $T/trace; echo 1 > $T/tracing_on; traced=1; }}
-  schedlab native --json {builtin}{argv} > /tmp/out.json 2> /tmp/err.txt
+  {setsid}schedlab native --json {builtin}{argv} > /tmp/out.json 2> /tmp/err.txt
   rc=$?
   [ $traced = 1 ] && echo 0 > $T/tracing_on
   cat /proc/schedstat > /tmp/ss1
@@ -264,6 +269,9 @@ poweroff -f
         argv = quoted(&plan.workload),
         builtin = if plan.builtin { "--builtin " } else { "" },
         replug = u8::from(plan.replug),
+        // A child of this (non-interactive) shell leads no process group, so busybox's setsid
+        // calls setsid() and execs in place, and the shell waits for the benchmark itself.
+        setsid = if plan.own_session { "busybox setsid " } else { "" },
     )
 }
 
@@ -293,7 +301,18 @@ mod tests {
             builtin: true,
             replug: true,
             trace_kb: None,
+            own_session: false,
         }
+    }
+
+    /// `--session`: the benchmark is started by `setsid`, so it gets a session (and, with
+    /// autogroup, a task group) of its own; by default it stays in init's.
+    #[test]
+    fn own_session_starts_the_benchmark_through_setsid() {
+        let mut p = plan();
+        assert!(!init_script(&p).contains("setsid"));
+        p.own_session = true;
+        assert!(init_script(&p).contains("\n  busybox setsid schedlab native --json --builtin 'hackbench'"));
     }
 
     #[test]

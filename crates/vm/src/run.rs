@@ -46,6 +46,8 @@ pub struct VmOptions {
     /// Repetitions run first in each boot and discarded.
     pub warmup: u32,
     pub workload: Vec<String>,
+    /// Start the benchmark in a session of its own ([`GuestPlan::own_session`]).
+    pub own_session: bool,
 }
 
 #[derive(Debug)]
@@ -102,6 +104,7 @@ pub fn run(opts: &VmOptions, note: &(dyn Fn(&str) + Sync)) -> Result<VmReport, V
             builtin: false,
             replug: opts.session.replug,
             trace_kb: opts.session.trace_kb,
+            own_session: opts.own_session,
         };
         note(&format!("vm: booting for variant {} ({} runs)", v.name, opts.runs));
         let b = session.boot(&plan, &format!("--variant {}", v.name), note)?;

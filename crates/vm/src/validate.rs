@@ -182,6 +182,7 @@ pub fn validate(
             builtin: req.session.builtin,
             replug: req.session.replug,
             trace_kb: req.session.trace_kb,
+            own_session: false,
         };
         note(&format!(
             "vm: boot {}/{}{}",
