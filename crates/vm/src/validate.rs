@@ -109,6 +109,10 @@ fn model_variant(
         }
         _ => format!("preempt {} (the preset's)", config.preempt.name()),
     });
+    // The guest's agent runs the benchmark in init's session, the root task group (as the
+    // ground truth's did), whatever the guest's sched_autogroup_enabled: so does the model.
+    config.sysctl.autogroup = false;
+    notes.push("root task group, as the guest runs the benchmark in init's session".into());
     let model_err = |what: String| VmError::Usage(format!("--features/--variant: the model cannot express {what}"));
     for f in &v.settings.features {
         sim::kernel::apply_feature(&mut config, f).map_err(|e| model_err(format!("`{f}`: {e}")))?;
@@ -369,6 +373,7 @@ mod tests {
         let (m, notes) = model_variant("6.12.117+deb13-amd64", Some(250), Some("none (voluntary) full"), &v).unwrap();
         assert_eq!(m.spec, "v6.12 NO_WAKEUP_PREEMPTION base_slice_ns=3000000");
         assert_eq!(m.config.preempt, sim::config::PreemptModel::Voluntary);
+        assert!(!m.config.sysctl.autogroup, "the guest's benchmark runs in the root task group");
         assert_eq!(m.config.hz, 250);
         assert!(!m.config.features.has(sim::features::Feature::WAKEUP_PREEMPTION));
         assert_eq!(m.config.sysctl.base_slice_ns, Some(3_000_000));
