@@ -42,8 +42,8 @@ fn kernel_cache_image() -> String {
 
 /// One test, so the boots run one after the other (the machine has 2 CPUs; each TCG guest
 /// wants both): `compare --vm` with a Debian package (two boots), `validate --vm` with the
-/// cached vmlinuz as a user's own image (one boot, calibrating in the guest), and a feature the
-/// kernel lacks (one short boot).
+/// cached vmlinuz as a user's own image (one boot, calibrating in the guest), `vm run` with and
+/// without `--session` (two short boots), and a feature the kernel lacks (one short boot).
 #[test]
 fn compare_validate_and_a_user_image_on_a_real_kernel() {
     let tmp = tempfile::tempdir().unwrap();
@@ -161,6 +161,27 @@ fn compare_validate_and_a_user_image_on_a_real_kernel() {
     assert_eq!((record["vm"]["accel"].as_str(), record["seed"].as_u64()), (Some("tcg"), Some(1)));
     assert_eq!(record["metric_name"], "usecs_per_op");
 
+    // `vm run --session`: the benchmark starts in a session of its own, so the guest's
+    // autogroup gives it a task group of its own (`/proc/self/autogroup` of the benchmark's
+    // process); without it, init's session: the root task group, as the ground truth ran.
+    for (session, want_autogroup) in [(true, true), (false, false)] {
+        let mut args = vec!["vm", "run", "--bzimage", image.as_str(), "--json"];
+        args.extend(["--topology", "smp:2", "--accel", "tcg", "--runs", "1", "--timeout", "150"]);
+        if session {
+            args.push("--session");
+        }
+        args.extend(["pipe", "-l", "20"]);
+        let r = run_json(tmp.path(), &args);
+        let groups = r["variants"][0]["task_groups"].as_array().unwrap().clone();
+        assert_eq!(groups.len(), 1, "{r}");
+        let g = groups[0].as_str().unwrap();
+        if want_autogroup {
+            assert!(g.starts_with("/autogroup-") && g != "/autogroup-0 nice 0", "--session: {g}");
+        } else {
+            assert_eq!(g, "root");
+        }
+    }
+
     // A feature this kernel does not have: a usage error from the guest agent, not a silent
     // default run.
     let mut args = vec!["vm", "run", "--bzimage", image.as_str(), "--variant", "NO_SUCH_FEATURE"];
@@ -174,7 +195,7 @@ fn compare_validate_and_a_user_image_on_a_real_kernel() {
     let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
     assert!(left.is_empty(), "temporary files left behind: {left:?}");
     // Reported, not asserted: wall time is measured by benchmarks, never by a timed test.
-    eprintln!("vm test: four boots took {:?}", t0.elapsed());
+    eprintln!("vm test: six boots took {:?}", t0.elapsed());
 }
 
 /// The runs `compare --vm --out` stored, without booting again: `compare --from` draws the same

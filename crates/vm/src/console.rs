@@ -179,6 +179,9 @@ pub struct Console {
     pub domain_spans: Vec<(u32, u32, Vec<u32>)>,
     /// `(cpu, the CPUs sharing its L3)` from `cache/index3/shared_cpu_list`.
     pub llc: Vec<(u32, Vec<u32>)>,
+    /// Each run's task group, as the benchmark's process read `/proc/self/autogroup` before
+    /// it started (`root` when that is empty: the root task group).
+    pub groups: Vec<String>,
 }
 
 /// Kernel messages that mean the guest is broken (`die()`, `BUG:`, `panic()`).
@@ -216,6 +219,10 @@ pub fn parse(console: &[String], agent: &[String]) -> Console {
             "error" => c.errors.push(val.to_string()),
             "refused" => c.refused.push(val.to_string()),
             "note" => c.notes.push(val.to_string()),
+            "group" => {
+                let g = val.trim();
+                c.groups.push(if g.is_empty() { "root".into() } else { g.to_string() });
+            }
             "end" => c.ended = true,
             "warmup" | "run" => {
                 // "run I rc RC"

@@ -240,7 +240,7 @@ while [ $i -le {total} ]; do
   cat /proc/schedstat > /tmp/ss0
   traced=0
   [ $kind = run ] && [ -n "$TRACE" ] && {{ echo > $T/trace; echo 1 > $T/tracing_on; traced=1; }}
-  {setsid}schedlab native --json {builtin}{argv} > /tmp/out.json 2> /tmp/err.txt
+  {launch}schedlab native --json {builtin}{argv} > /tmp/out.json 2> /tmp/err.txt
   rc=$?
   [ $traced = 1 ] && echo 0 > $T/tracing_on
   cat /proc/schedstat > /tmp/ss1
@@ -269,9 +269,14 @@ poweroff -f
         argv = quoted(&plan.workload),
         builtin = if plan.builtin { "--builtin " } else { "" },
         replug = u8::from(plan.replug),
-        // A child of this (non-interactive) shell leads no process group, so busybox's setsid
-        // calls setsid() and execs in place, and the shell waits for the benchmark itself.
-        setsid = if plan.own_session { "busybox setsid " } else { "" },
+        // The benchmark's task group is reported from its own process (`/proc/self/autogroup`
+        // is empty for the root group) before it execs schedlab. A child of this
+        // (non-interactive) shell leads no process group, so busybox's setsid calls setsid()
+        // and execs in place, and the shell waits for the benchmark itself.
+        launch = format!(
+            "{}busybox sh -c 'echo \"$0 group $(cat /proc/self/autogroup 2>/dev/null)\" >&3; exec \"$@\"' \"$M\" ",
+            if plan.own_session { "busybox setsid " } else { "" }
+        ),
     )
 }
 
@@ -310,9 +315,12 @@ mod tests {
     #[test]
     fn own_session_starts_the_benchmark_through_setsid() {
         let mut p = plan();
+        let launch = "busybox sh -c 'echo \"$0 group $(cat /proc/self/autogroup 2>/dev/null)\" >&3; exec \"$@\"' \"$M\" \
+                      schedlab native --json --builtin 'hackbench'";
         assert!(!init_script(&p).contains("setsid"));
+        assert!(init_script(&p).contains(&format!("\n  {launch}")));
         p.own_session = true;
-        assert!(init_script(&p).contains("\n  busybox setsid schedlab native --json --builtin 'hackbench'"));
+        assert!(init_script(&p).contains(&format!("\n  busybox setsid {launch}")));
     }
 
     #[test]

@@ -59,6 +59,9 @@ pub struct VariantResult {
     pub runs: Vec<GuestRun>,
     /// Oopses that were retried, with their console tails.
     pub retried: Vec<String>,
+    /// The benchmark's task group in each run, warm-up runs included (`root` or
+    /// `/autogroup-N nice 0`).
+    pub groups: Vec<String>,
 }
 
 #[derive(Debug)]
@@ -119,6 +122,7 @@ pub fn run(opts: &VmOptions, note: &(dyn Fn(&str) + Sync)) -> Result<VmReport, V
             total_secs: b.total_secs,
             runs: b.runs,
             retried: b.retried,
+            groups: b.console.groups.clone(),
         };
         note(&format!(
             "vm: variant {} done in {:.1} s (boot {:.1} s)",
@@ -170,6 +174,7 @@ impl VmReport {
                 "boot_secs": v.boot_secs,
                 "total_secs": v.total_secs,
                 "oopses_retried": v.retried.len(),
+                "task_groups": v.groups,
                 "runs": v.runs.iter().map(|r| json!({
                     "ops": r.ops,
                     "op": r.op,
@@ -241,6 +246,11 @@ impl VmReport {
                 v.total_secs,
                 v.features
             );
+            let mut groups = v.groups.clone();
+            groups.dedup();
+            if !groups.is_empty() {
+                let _ = writeln!(s, "# {}: the benchmark's task group: {}", v.variant.name, groups.join(", "));
+            }
             for _ in &v.retried {
                 let _ = writeln!(s, "# {}: the first boot oopsed and was retried", v.variant.name);
             }
