@@ -133,7 +133,7 @@ fn hb_pipe_run(flips: u32, kthreads: bool, workload: &str, seed: u64) -> (u64, u
         t.wakee_flips = flips;
     }
     if kthreads {
-        tasks.extend(workload::kthreads::guest(2, seed));
+        tasks.extend(workload::kthreads::guest(2, seed, workload::kthreads::Beside::Syscalls));
     }
     let setup = SimSetup {
         sched: sim::kernel::parse_spec("v6.12", None).unwrap().config,

@@ -127,7 +127,13 @@ pub fn run_case(
         t.wakee_flips = LAUNCHER_WAKEE_FLIPS;
     }
     if threads == Threads::Guest {
-        tasks.extend(workload::kthreads::guest(vcpus, seed));
+        // Busy loops queue almost no work for the kernel's threads; every other case runs
+        // beside the activity traced under hackbench (workload::kthreads).
+        let beside = match w.kind {
+            cases::Kind::Fairness => workload::kthreads::Beside::BusyLoops,
+            _ => workload::kthreads::Beside::Syscalls,
+        };
+        tasks.extend(workload::kthreads::guest(vcpus, seed, beside));
     }
     let setup = SimSetup {
         sched: variant.config.clone(),
