@@ -841,4 +841,10 @@ pub struct FidelityArgs {
     /// Print one JSON object instead of the tables.
     #[arg(long)]
     pub json: bool,
+    /// Write each scored model run's ftrace text into this directory (created if missing), one
+    /// file per case and seed, e.g. 7.3.4-default-2cpu-default-pp-n-seed1.txt; read them with
+    /// `schedlab analyze` beside the real traces. Use with --workloads/--kernels: a full pass
+    /// writes about a thousand files.
+    #[arg(long, value_name = "DIR")]
+    pub trace: Option<PathBuf>,
 }

@@ -70,8 +70,12 @@ fn effect_lines_must_match_a_measured_case() {
 #[test]
 fn a_subset_scores_with_a_fitted_profile() {
     let t = GroundTruth::load(&shipped()).unwrap();
-    let opts =
-        Options { runs: 1, workloads: Some(vec!["pp".into(), "hb_pipe".into()]), kernels: Some(vec!["7.3.4".into()]) };
+    let opts = Options {
+        runs: 1,
+        workloads: Some(vec!["pp".into(), "hb_pipe".into()]),
+        kernels: Some(vec!["7.3.4".into()]),
+        trace_dir: None,
+    };
     let f = fidelity::run(t, opts).unwrap();
     // One profile per measured guest of the subset: untraced and traced.
     assert_eq!(f.profiles.len(), 2);
@@ -112,7 +116,7 @@ fn a_subset_scores_with_a_fitted_profile() {
 #[test]
 fn unknown_selection_is_bad_input() {
     let t = GroundTruth::load(&shipped()).unwrap();
-    let opts = Options { runs: 1, workloads: Some(vec!["nope".into()]), kernels: None };
+    let opts = Options { runs: 1, workloads: Some(vec!["nope".into()]), kernels: None, trace_dir: None };
     let e = fidelity::run(t, opts).err().unwrap();
     assert!(matches!(e, lab::LabError::Input(_)));
     assert_eq!(
@@ -230,4 +234,45 @@ fn hrtick_preempts_pipe_mutex_holders() {
     let (on, off) = (d_sleeps("v7.3"), d_sleeps("v7.3 NO_HRTICK"));
     assert!(on >= 100, "with HRTICK: {on} mutex sleeps");
     assert!(off * 20 <= on, "without HRTICK: {off} mutex sleeps, with: {on}");
+}
+
+/// `--trace DIR`: each scored model run leaves its ftrace text, named by case and seed; the
+/// traces change no score, and what they show is what the model counted (pp's switches per
+/// round trip, read back by the same analyzer `schedlab analyze` uses on the real traces).
+#[test]
+fn traced_model_runs_are_written_and_agree_with_the_scores() {
+    let opts = |trace_dir| Options {
+        runs: 1,
+        workloads: Some(vec!["pp".into()]),
+        kernels: Some(vec!["7.3.4".into()]),
+        trace_dir,
+    };
+    let plain = fidelity::run(GroundTruth::load(&shipped()).unwrap(), opts(None)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let traced = fidelity::run(GroundTruth::load(&shipped()).unwrap(), opts(Some(dir.path().to_path_buf()))).unwrap();
+    let json = |f: &fidelity::Fidelity| score::render_json(f, &score::score(f)).to_string();
+    assert_eq!(json(&plain), json(&traced));
+
+    let mut names: Vec<String> =
+        std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    names.sort();
+    // pp's default and its one 7.3.4 variant (NO_WA_IDLE), untraced and traced guests.
+    assert_eq!(
+        names,
+        [
+            "7.3.4-default-2cpu-NO_WA_IDLE-pp-n-seed1.txt",
+            "7.3.4-default-2cpu-NO_WA_IDLE-pp-t-seed1.txt",
+            "7.3.4-default-2cpu-default-pp-n-seed1.txt",
+            "7.3.4-default-2cpu-default-pp-t-seed1.txt",
+        ]
+    );
+    let key = traced.model.keys().find(|k| k.variant == "default" && k.guest.mode == Mode::Untraced).unwrap();
+    let path = dir.path().join(fidelity::trace_name(key, 1));
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.lines().any(|l| l.starts_with("# schedlab fidelity model run: 7.3.4 2 vCPU")), "{path:?}");
+    let filter = schedtrace::Filter { comm: Some("sched-pipe".into()), ..Default::default() };
+    let a = schedtrace::analyze(std::io::Cursor::new(text), filter).unwrap();
+    let switches_per_op = a.nr_switches as f64 / 5000.0;
+    assert_eq!(switches_per_op, traced.model[key]["switches_per_op"]);
+    assert!(a.nr_wakeups > 9_000, "{}", a.nr_wakeups);
 }

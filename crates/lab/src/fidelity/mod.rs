@@ -13,6 +13,7 @@ pub mod score;
 pub mod truth;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
 
 use rayon::prelude::*;
 use sim::config::Limits;
@@ -33,11 +34,14 @@ pub struct Options {
     pub workloads: Option<Vec<String>>,
     /// Only these kernels, by release (`7.3.4`) (all when `None`).
     pub kernels: Option<Vec<String>>,
+    /// Write every scored model run's ftrace text here, one file per case and seed (see
+    /// [`trace_name`]), to read beside the real traces with `schedlab analyze`.
+    pub trace_dir: Option<PathBuf>,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { runs: 3, workloads: None, kernels: None }
+        Options { runs: 3, workloads: None, kernels: None, trace_dir: None }
     }
 }
 
@@ -108,6 +112,28 @@ pub enum Threads {
     Alone,
 }
 
+/// The file a traced model run of `key` with `seed` is written to, under `--trace DIR`:
+/// `<kernel>-<preempt>-<vcpus>cpu-<variant>-<workload>-<mode>-seed<N>.txt`, e.g.
+/// `7.3.4-default-2cpu-default-pp-n-seed1.txt`.
+pub fn trace_name(key: &CaseKey, seed: u64) -> String {
+    let g = &key.guest;
+    format!(
+        "{}-{}-{}cpu-{}-{}-{}-seed{seed}.txt",
+        g.kernel,
+        g.preempt,
+        g.vcpus,
+        key.variant,
+        key.workload,
+        g.mode.letter()
+    )
+}
+
+/// Where a run's trace goes, and what its header says.
+pub struct TraceTo {
+    pub path: PathBuf,
+    pub comments: Vec<String>,
+}
+
 /// One model run of a case: its metrics.
 pub fn run_case(
     variant: &Variant,
@@ -116,6 +142,19 @@ pub fn run_case(
     workload: &str,
     seed: u64,
     threads: Threads,
+) -> Result<BTreeMap<&'static str, f64>, LabError> {
+    run_case_traced(variant, vcpus, costs, workload, seed, threads, None)
+}
+
+/// [`run_case`], writing the run's ftrace text to `trace` if given.
+pub fn run_case_traced(
+    variant: &Variant,
+    vcpus: u32,
+    costs: &Costs,
+    workload: &str,
+    seed: u64,
+    threads: Threads,
+    trace: Option<&TraceTo>,
 ) -> Result<BTreeMap<&'static str, f64>, LabError> {
     let w = cases::build(workload, vcpus).map_err(LabError::Input)?;
     let mut topology = Topology::smp(vcpus);
@@ -149,10 +188,25 @@ pub fn run_case(
         // whatever the preset's sched_autogroup_enabled says.
         groups: Vec::new(),
     };
-    let report = Sim::new(setup)
-        .map_err(|e| LabError::Internal(format!("{workload}: {e}")))?
-        .run()
-        .map_err(|v| LabError::Internal(format!("{workload} (seed {seed}): invariant violated: {v}")))?;
+    let sim = Sim::new(setup).map_err(|e| LabError::Internal(format!("{workload}: {e}")))?;
+    let report = match trace {
+        None => sim.run(),
+        Some(to) => {
+            use schedtrace::{SharedSink, TraceFile, TraceFormat, TraceHeader};
+            let header = TraceHeader { nr_cpus: vcpus, comments: to.comments.clone() };
+            let io_err = |e: std::io::Error| LabError::Input(format!("--trace: {}: {e}", to.path.display()));
+            let file = TraceFile::create(&to.path, TraceFormat::FtraceText, &header).map_err(io_err)?;
+            let (shared, sink) = SharedSink::new(file);
+            let (result, sink) = sim.run_traced(sink);
+            drop(sink);
+            let file = shared
+                .into_inner()
+                .ok_or_else(|| LabError::Internal("fidelity: the trace sink outlived its run".into()))?;
+            file.finish().map_err(io_err)?;
+            result
+        }
+    }
+    .map_err(|v| LabError::Internal(format!("{workload} (seed {seed}): invariant violated: {v}")))?;
     let finished = match w.kind {
         // Busy loops that run until the time limit, or hogs that exit by themselves.
         cases::Kind::Fairness => matches!(report.stop, StopReason::TimeLimit | StopReason::AllExited),
@@ -254,7 +308,32 @@ pub fn run(mut truth: GroundTruth, options: Options) -> Result<Fidelity, LabErro
                 .find(|p| p.guest == key.guest)
                 .ok_or_else(|| LabError::Internal(format!("no cost profile for {}", key.guest)))?;
             let variant = variant_of(&presets[&key.guest.kernel], &key.guest, &key.variant)?;
-            run_case(&variant, key.guest.vcpus, &profile.costs, &key.workload, *seed, Threads::Guest)
+            let trace = options.trace_dir.as_ref().map(|dir| TraceTo {
+                path: dir.join(trace_name(key, *seed)),
+                comments: vec![
+                    format!(
+                        "schedlab fidelity model run: {} ({}), variant {}, workload {} ({}), seed {seed}",
+                        key.guest,
+                        presets[&key.guest.kernel],
+                        key.variant,
+                        key.workload,
+                        cases::WORKLOADS.iter().find(|(n, _)| *n == key.workload).map_or("", |(_, c)| *c)
+                    ),
+                    format!(
+                        "cost profile: vm-2cpu costs x {:.4}, idle exit {} ns; the guest's kernel threads beside it",
+                        profile.scale, profile.wake_ns
+                    ),
+                ],
+            });
+            run_case_traced(
+                &variant,
+                key.guest.vcpus,
+                &profile.costs,
+                &key.workload,
+                *seed,
+                Threads::Guest,
+                trace.as_ref(),
+            )
         })
         .collect();
     let mut per_case: BTreeMap<CaseKey, Vec<BTreeMap<&'static str, f64>>> = BTreeMap::new();
