@@ -158,6 +158,7 @@ fn delay_dequeue_v6_12() {
         runs: 3,
         workloads: Some(vec!["hb_thr_pipe".into()]),
         kernels: Some(vec!["6.12.117".into()]),
+        trace_dir: None,
     };
     let f = lab::fidelity::run(truth, opts).unwrap();
     let s = lab::fidelity::score::score(&f);
