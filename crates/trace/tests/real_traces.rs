@@ -138,3 +138,47 @@ fn real_hackbench_receivers_carry_positive_lag() {
         assert!(a.sleep_lag.shares().2 > 0.9, "{name}: {:?}", a.sleep_lag.shares());
     }
 }
+
+fn real_as(name: &str, comm: &str) -> Analysis {
+    let path = format!("{}/../../data/ground-truth/qemu-2vcpu/traces/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = open_trace(std::path::Path::new(&path)).unwrap_or_else(|e| panic!("{path}: {e}"));
+    analyze(text, Filter { comm: Some(comm.into()), pid: None, ..Default::default() })
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// 7.3.4's one-token pipe ping-pong on an idle host (`pp-lag-7.3.4-idle.txt.gz`, with the lag
+/// probes): the partners share a CPU at about a tenth of the wakeups, and they do so as the
+/// model's pairs do, by delayed requeues: each co-located wakeup finds its partner still queued
+/// as delayed, and nobody is preempted (the loaded-host `pp-7.3.4.txt.gz` preempts the waker at
+/// each one). docs/fidelity.md, "The model's episodes against an idle host's".
+#[test]
+fn idle_host_7_3_pairs_share_a_cpu_through_delayed_requeues() {
+    let a = real_as("pp-lag-7.3.4-idle.txt.gz", "sched-pipe");
+    let per_rt = a.nr_wakeups as f64 / 5000.0;
+    assert!((1.95..=2.0).contains(&per_rt), "wakeups per round trip {per_rt}");
+    let local = a.wakee_on_waker_cpu().unwrap();
+    assert!((0.08..0.15).contains(&local), "wakee on its waker's CPU at {local:.3} of the wakeups");
+    assert!(a.nr_involuntary_switches < 10, "{} involuntary switches", a.nr_involuntary_switches);
+    let local_wakeups = a.nr_wakeups_local as f64;
+    let delayed = a.nr_sleeps_delayed as f64;
+    assert!((delayed / local_wakeups - 1.0).abs() < 0.05, "{delayed} delayed sleeps, {local_wakeups} local wakeups");
+}
+
+/// Three busy loops on 2 vCPUs on an idle host (`fair_3on2-*-idle.txt.gz`): 7.3.4's turns end
+/// at the hrtick (1.4 ms slices, about 600 involuntary switches a second), 6.12.117's at the tick
+/// (about 230 a second, HRTICK off). docs/fidelity.md, "Kernel threads beside busy loops, and what
+/// the host does to the fairness rows".
+#[test]
+fn idle_host_busy_loops_turn_at_the_hrtick_on_7_3_and_at_the_tick_on_6_12() {
+    use schedtrace::PreemptCause;
+    for (name, cause, rate) in [
+        ("fair_3on2-7.3.4-idle.txt.gz", PreemptCause::Hrtick, 550.0..650.0),
+        ("fair_3on2-6.12.117-idle.txt.gz", PreemptCause::Tick, 200.0..250.0),
+    ] {
+        let a = real_as(name, "hogs");
+        let share = a.preempted_by[cause as usize] as f64 / a.nr_involuntary_switches as f64;
+        assert!(share > 0.95, "{name}: {share:.3} of the involuntary switches asked by {cause:?}");
+        let per_s = a.nr_involuntary_switches as f64 / 2.0;
+        assert!(rate.contains(&per_s), "{name}: {per_s} involuntary switches a second");
+    }
+}
