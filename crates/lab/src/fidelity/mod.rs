@@ -134,20 +134,8 @@ pub struct TraceTo {
     pub comments: Vec<String>,
 }
 
-/// One model run of a case: its metrics.
+/// One model run of a case: its metrics; its ftrace text is written to `trace` if given.
 pub fn run_case(
-    variant: &Variant,
-    vcpus: u32,
-    costs: &Costs,
-    workload: &str,
-    seed: u64,
-    threads: Threads,
-) -> Result<BTreeMap<&'static str, f64>, LabError> {
-    run_case_traced(variant, vcpus, costs, workload, seed, threads, None)
-}
-
-/// [`run_case`], writing the run's ftrace text to `trace` if given.
-pub fn run_case_traced(
     variant: &Variant,
     vcpus: u32,
     costs: &Costs,
@@ -289,8 +277,10 @@ pub fn run(mut truth: GroundTruth, options: Options) -> Result<Fidelity, LabErro
         let preset = &presets[&g.kernel];
         let variant = variant_of(preset, g, "default")?;
         let model = |costs: &Costs, workload: &str| -> Result<f64, LabError> {
-            let runs: Result<Vec<_>, LabError> =
-                seeds.par_iter().map(|&s| run_case(&variant, g.vcpus, costs, workload, s, Threads::Alone)).collect();
+            let runs: Result<Vec<_>, LabError> = seeds
+                .par_iter()
+                .map(|&s| run_case(&variant, g.vcpus, costs, workload, s, Threads::Alone, None))
+                .collect();
             let values: Vec<f64> = runs?.iter().filter_map(|m| m.get("bench_value").copied()).collect();
             if values.len() != seeds.len() {
                 return Err(LabError::Internal(format!("{workload}: the model gave no bench_value")));
@@ -325,15 +315,7 @@ pub fn run(mut truth: GroundTruth, options: Options) -> Result<Fidelity, LabErro
                     ),
                 ],
             });
-            run_case_traced(
-                &variant,
-                key.guest.vcpus,
-                &profile.costs,
-                &key.workload,
-                *seed,
-                Threads::Guest,
-                trace.as_ref(),
-            )
+            run_case(&variant, key.guest.vcpus, &profile.costs, &key.workload, *seed, Threads::Guest, trace.as_ref())
         })
         .collect();
     let mut per_case: BTreeMap<CaseKey, Vec<BTreeMap<&'static str, f64>>> = BTreeMap::new();
