@@ -682,9 +682,10 @@ pub struct VmBootArgs {
     /// With --vm: echo the guests' consoles on stderr.
     #[arg(long)]
     pub verbose_vm: bool,
-    /// With --vm: do not take vCPUs 1..N-1 offline and back online right before each run. The
-    /// replug is the default because the ground truth's harness did it: the benchmark inherits
-    /// the launching shell's wakee_flips, which decide how often hackbench tries wake_affine.
+    /// With --vm: do not quiet the launching shell's wakee_flips and take vCPUs 1..N-1 offline
+    /// and back online right before each run (about 8 s a run). Both are the default because
+    /// the ground truth's harness replugged from a quiet shell: the benchmark inherits the
+    /// shell's wakee_flips, which decide how often hackbench tries wake_affine.
     #[arg(long)]
     pub no_replug: bool,
     /// With --vm and --trace: write each measured run's ftrace text to DIR/SPEC-seedN.txt (as
@@ -748,7 +749,8 @@ pub struct VmRunArgs {
     /// Echo the guest's console on stderr.
     #[arg(short, long)]
     pub verbose: bool,
-    /// Do not replug vCPUs 1..N-1 right before each run (as compare --vm's --no-replug).
+    /// Do not quiet the shell's wakee_flips and replug vCPUs 1..N-1 right before each run (as
+    /// compare --vm's --no-replug).
     #[arg(long)]
     pub no_replug: bool,
     /// Start the workload in a session of its own (setsid), as a login shell does: with the

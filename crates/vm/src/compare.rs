@@ -589,8 +589,9 @@ fn origin(req: &CompareRequest, g: &GuestInfo, release: &str, unmeasured: &[&str
                 req.runs, req.warmup, req.seed
             ),
             if req.session.replug {
-                "launch: vCPUs 1..N-1 taken offline and back online right before each run by the shell that starts it \
-                 (the ground truth's method: the benchmark inherits the shell's wakee_flips)"
+                "launch: the shell that starts each run quiets its wakee_flips (seven wakes a second apart), then takes \
+                 vCPUs 1..N-1 offline and back online (the ground truth's method: the benchmark inherits the shell's \
+                 wakee_flips)"
                     .to_string()
             } else {
                 "launch: no replug right before the run (--no-replug): the benchmark inherits the launching shell's \

@@ -64,14 +64,18 @@ pub struct GuestPlan {
     /// `schedlab native` reads at their `exit`/`exit_group` with its seccomp exit trap
     /// (`native::exit_trap`), as exact, and with the ground truth's binary and command line.
     pub builtin: bool,
-    /// Take vCPUs 1..N-1 offline and back online right before every run (warm-up and measured),
-    /// from the shell that then starts the benchmark: the ground truth's harness did
-    /// (`data/ground-truth/qemu-2vcpu`), and it decides the benchmark's starting `wakee_flips`.
-    /// fork copies `wakee_flips` and `wakee_flip_decay_ts` (6.12 `dup_task_struct()`;
-    /// `__sched_fork()` resets neither), and each fair task the hotplug wakes from the shell's
-    /// context (`cpuhp/N` first) is a `record_wakee()` flip of the shell (6.12
-    /// `kernel/sched/fair.c`), so the benchmark starts with the shell's fresh flips, which
-    /// decide how soon `wake_wide()` turns `wake_affine()` off (docs/fidelity.md).
+    /// Quiet the shell's `wakee_flips`, then take vCPUs 1..N-1 offline and back online, right
+    /// before every run (warm-up and measured), from the shell that then starts the benchmark:
+    /// the ground truth's harness replugged (`data/ground-truth/qemu-2vcpu`), and this decides
+    /// the benchmark's starting `wakee_flips`. fork copies `wakee_flips` and
+    /// `wakee_flip_decay_ts` (6.12 `dup_task_struct()`; `__sched_fork()` resets neither), and
+    /// each fair task the hotplug wakes from the shell's context (`cpuhp/N` first) is a
+    /// `record_wakee()` flip of the shell (6.12 `kernel/sched/fair.c`), so the benchmark starts
+    /// with the shell's fresh flips, which decide how soon `wake_wide()` turns `wake_affine()`
+    /// off. The agent's shell, busy with its own output, had 62-87 flips by then (measured with
+    /// a BTF probe on `sched_waking`), and its hackbench tried `wake_affine()` at 28-40 % of its
+    /// wakeups against the ground truth's 5 %; quieted first (`quiet_flips`, about 8 s), 3 %
+    /// (docs/vm.md, "The launching shell's wakee_flips").
     pub replug: bool,
     /// Record the scheduler events ([`native::ftrace::EVENTS`]) of every measured run with
     /// ftrace in the guest's top-level tracefs, this many KiB of buffer per vCPU: the events
@@ -207,6 +211,20 @@ setpreempt() {{
   [ $rc = 0 ] || fail "preempt=$1: writing $D/preempt failed"
   grep -q "($1)" $D/preempt || fail "preempt=$1 did not stick: $(cat $D/preempt)"
 }}
+# Quiets the shell's wakee_flips before a run: record_wakee() halves a waker's flips when it wakes a
+# task more than a second (HZ jiffies) after its last halving, and adds one only for a wakee other
+# than its last, so seven writes a little over a second apart to a pipe with one reader take
+# any count under 128 to 0 or 1 (kernel/sched/fair.c, 6.12 and 7.3 alike).
+quiet_flips() {{
+  mkfifo /tmp/quiet 2>/dev/null
+  cat /tmp/quiet > /dev/null &
+  q=$!
+  exec 5> /tmp/quiet
+  n=0
+  while [ $n -lt 7 ]; do sleep 1.1; echo >&5; n=$((n + 1)); done
+  exec 5>&-
+  wait $q
+}}
 setsysctl() {{
   [ -e $D/$1 ] || refuse "$1=$2: this kernel has no $D/$1 (it has: $(ls $D | tr '\n' ' '))"
   echo "$2" > $D/$1 || fail "$1=$2: writing $D/$1 failed"
@@ -233,10 +251,10 @@ done
 {trace}{calibrate}i=1
 while [ $i -le {total} ]; do
   if [ $i -le {warmup} ]; then kind=warmup; else kind=run; fi
-  # The ground truth's launch: a replug right before the benchmark (see GuestPlan::replug);
-  # /proc/schedstat after it, since the hotplug rebuilds the sched domains and with them
-  # their counters.
-  [ {replug} = 1 ] && {{ offline; online; }}
+  # The ground truth's launch: a quiet shell, then a replug right before the benchmark (see
+  # GuestPlan::replug); /proc/schedstat after it, since the hotplug rebuilds the sched domains
+  # and with them their counters.
+  [ {replug} = 1 ] && {{ quiet_flips; offline; online; }}
   cat /proc/schedstat > /tmp/ss0
   traced=0
   [ $kind = run ] && [ -n "$TRACE" ] && {{ echo > $T/trace; echo 1 > $T/tracing_on; traced=1; }}
@@ -336,12 +354,14 @@ mod tests {
         let sys = s.find("setsysctl 'base_slice_ns' '3000000'\n").unwrap();
         assert!(feat < pre && pre < sys);
         assert!(!s.contains("schedlab calibrate"));
-        // The replug comes right before the first /proc/schedstat read and the benchmark.
-        let replug = s.find("[ 1 = 1 ] && { offline; online; }\n  cat /proc/schedstat > /tmp/ss0\n").unwrap();
+        // The quieting and the replug come right before the first /proc/schedstat read and the
+        // benchmark.
+        let replug =
+            s.find("[ 1 = 1 ] && { quiet_flips; offline; online; }\n  cat /proc/schedstat > /tmp/ss0\n").unwrap();
         assert!(sys < replug && replug < s.find("schedlab native").unwrap());
         let mut p = plan();
         p.replug = false;
-        assert!(init_script(&p).contains("[ 0 = 1 ] && { offline; online; }"));
+        assert!(init_script(&p).contains("[ 0 = 1 ] && { quiet_flips; offline; online; }"));
     }
 
     #[test]
