@@ -96,6 +96,7 @@ fn json_report(a: &AnalyzeArgs, an: &Analysis) -> Value {
             "at_sleep": lag_json(&an.sleep_lag),
             "sleeps_delayed": an.nr_sleeps_delayed,
         },
+        "wakee_flips": flips_json(an),
         "placement_reasons": placement,
         "tasks": tasks,
     })
@@ -126,6 +127,15 @@ fn lag_line(an: &Analysis) -> String {
         parts.push(format!("{} sleeps stayed queued as delayed", an.nr_sleeps_delayed));
     }
     parts.join("; ")
+}
+
+/// The wakee's `wakee_flips` at its `sched_waking` (`schedlab_waking_flips`), if recorded.
+fn flips_json(an: &Analysis) -> Value {
+    if an.wakee_flips.is_empty() {
+        return Value::Null;
+    }
+    let p = an.wakee_flips.percentiles();
+    json!({ "count": p.count, "p50": p.p50, "p90": p.p90, "p99": p.p99, "max": p.max })
 }
 
 fn lag_json(h: &LagHistogram) -> Value {
@@ -205,6 +215,14 @@ fn write_text(out: &mut impl Write, a: &AnalyzeArgs, an: &Analysis) -> anyhow::R
     }
     if !an.wakeup_lag.is_empty() || !an.sleep_lag.is_empty() || an.nr_sleeps_delayed > 0 {
         writeln!(out, "lag carried (se->vlag, virtual us): {}", lag_line(an))?;
+    }
+    if !an.wakee_flips.is_empty() {
+        let p = an.wakee_flips.percentiles();
+        writeln!(
+            out,
+            "wakee_flips of wakees at sched_waking (wake_wide()'s wakee side): at {} wakeups p50 {} p90 {} p99 {} max {}",
+            p.count, p.p50, p.p90, p.p99, p.max
+        )?;
     }
     if !an.wakeup_preempt_reasons.is_empty() {
         let r: Vec<String> =

@@ -31,10 +31,16 @@ pub const EVENTS: &[&str] = &["sched_switch", "sched_waking", "sched_wakeup", "s
 /// follows its tracepoint's own event: at `sched_wakeup` the wakee is queued and placed from the
 /// lag it saved when it last left; at `sched_switch` a task that went to sleep has saved its lag
 /// (unless `sched_delayed`: it stayed queued, not eligible).
+///
+/// A third probe records the `wakee_flips` a task being woken carries into
+/// `select_task_rq_fair()` (`schedlab_waking_flips`, at `sched_waking`): the wakee's side of
+/// `wake_wide()`, which decides whether `wake_affine()` is tried (docs/vm.md, "The launching
+/// shell's wakee_flips"). The model writes no such record.
 pub const LAG_PROBES: &[&str] = &[
     "t:schedlab/schedlab_wakeup_lag sched_wakeup pid=p->pid vlag=p->se.vlag",
     "t:schedlab/schedlab_switch_lag sched_switch prev_pid=prev->pid prev_vlag=prev->se.vlag \
      prev_delayed=prev->se.sched_delayed",
+    "t:schedlab/schedlab_waking_flips sched_waking pid=p->pid flips=p->wakee_flips",
 ];
 
 /// Finds (or mounts) tracefs and returns its root directory.

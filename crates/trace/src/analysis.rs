@@ -132,6 +132,9 @@ pub struct Analysis {
     pub sleep_lag: LagHistogram,
     /// Sleeps of matching tasks that stayed queued as delayed.
     pub nr_sleeps_delayed: u64,
+    /// `wakee_flips` of matching tasks at their `sched_waking` (`schedlab_waking_flips`), the
+    /// wakee's side of `wake_wide()`.
+    pub wakee_flips: LatencyHistogram,
 }
 
 /// Signed lags (virtual ns) with bounded memory: magnitudes in two HDR histograms.
@@ -306,6 +309,7 @@ pub struct Analyzer {
     wakeup_lag: LagHistogram,
     sleep_lag: LagHistogram,
     nr_sleeps_delayed: u64,
+    wakee_flips: LatencyHistogram,
 }
 
 /// Two "other" migrations between the same CPUs this close belong to one balancing pass:
@@ -342,6 +346,7 @@ impl Analyzer {
             wakeup_lag: LagHistogram::default(),
             sleep_lag: LagHistogram::default(),
             nr_sleeps_delayed: 0,
+            wakee_flips: LatencyHistogram::default(),
         }
     }
 
@@ -536,6 +541,11 @@ impl Analyzer {
                     self.wakeup_lag.record(*vlag);
                 }
             }
+            Event::WakingFlips { pid, flips } => {
+                if self.tasks.get(pid).is_some_and(|t| self.filter.matches(*pid, &t.a.comm)) {
+                    self.wakee_flips.record(u64::from(*flips));
+                }
+            }
             Event::SwitchLag { prev_pid, vlag, delayed } => {
                 if let Some((pid, slept)) = self.cpu(r.cpu).switched_out.take()
                     && pid == *prev_pid
@@ -609,6 +619,7 @@ impl Analyzer {
             wakeup_lag: self.wakeup_lag,
             sleep_lag: self.sleep_lag,
             nr_sleeps_delayed: self.nr_sleeps_delayed,
+            wakee_flips: self.wakee_flips,
         }
     }
 }
@@ -748,6 +759,27 @@ mod tests {
         assert_eq!((a.wakeup_lag.len(), a.sleep_lag.len(), a.nr_sleeps_delayed), (1, 1, 1));
         assert!(near(a.wakeup_lag.quantile(0.5), 341_252), "{:?}", a.wakeup_lag);
         assert!(near(a.sleep_lag.quantile(0.5), 549_373), "{:?}", a.sleep_lag);
+    }
+
+    /// The `wakee_flips` probe at `sched_waking`: recorded for the matching wakees only (a
+    /// kernel thread's is left out), as a guest prints it.
+    #[test]
+    fn wakee_flips_at_waking() {
+        let trace = "\
+  hb-20 [000] d..4.  3.000000: sched_waking: comm=hb pid=21 prio=120 target_cpu=001
+  hb-20 [000] d..5.  3.000001: schedlab_waking_flips: (__probestub_sched_waking+0x4/0x10) pid=21 flips=66
+  hb-20 [000] d..4.  3.000002: sched_wakeup: comm=hb pid=21 prio=120 target_cpu=001
+  hb-20 [000] d..4.  3.000010: sched_waking: comm=kw pid=30 prio=120 target_cpu=000
+  hb-20 [000] d..5.  3.000011: schedlab_waking_flips: (__probestub_sched_waking+0x4/0x10) pid=30 flips=1
+  hb-20 [000] d..4.  3.000012: sched_wakeup: comm=kw pid=30 prio=120 target_cpu=000
+  hb-20 [000] d..4.  3.000020: sched_waking: comm=hb pid=22 prio=120 target_cpu=000
+  hb-20 [000] d..5.  3.000021: schedlab_waking_flips: (__probestub_sched_waking+0x4/0x10) pid=22 flips=4
+  hb-20 [000] d..4.  3.000022: sched_wakeup: comm=hb pid=22 prio=120 target_cpu=000
+";
+        let a = analyze(trace.as_bytes(), Filter { comm: Some("hb".into()), ..Default::default() }).expect("parses");
+        let p = a.wakee_flips.percentiles();
+        assert_eq!((p.count, p.max), (2, 66), "{p:?}");
+        assert_eq!(a.wakee_flips.quantile(0.0), 4);
     }
 
     /// Within the HDR histogram's 3 significant digits.

@@ -116,6 +116,13 @@ pub enum Event {
         vlag: i64,
         delayed: bool,
     },
+    /// `schedlab_waking_flips`: the `wakee_flips` a task being woken carries into
+    /// `select_task_rq_fair()`, read at its `sched_waking` (a BTF tracepoint probe in a real
+    /// kernel; the model writes none).
+    WakingFlips {
+        pid: u32,
+        flips: u32,
+    },
 }
 
 impl Event {
@@ -135,6 +142,7 @@ impl Event {
             Event::ReschedIpi => "reschedule_entry",
             Event::WakeupLag { .. } => "schedlab_wakeup_lag",
             Event::SwitchLag { .. } => "schedlab_switch_lag",
+            Event::WakingFlips { .. } => "schedlab_waking_flips",
         }
     }
 }
@@ -455,6 +463,7 @@ fn parse_line(line: &str) -> Result<Option<Parsed<'_>>, String> {
         "reschedule_entry" => Ok(Event::ReschedIpi),
         "schedlab_wakeup_lag" => wakeup_lag(args),
         "schedlab_switch_lag" => switch_lag(args),
+        "schedlab_waking_flips" => waking_flips(args),
         _ => return Ok(None),
     };
     let event = event.map_err(|e| format!("{name}: {e}"))?;
@@ -642,6 +651,11 @@ fn wakeup_preempt(args: &str) -> Result<Event, String> {
 fn wakeup_lag(args: &str) -> Result<Event, String> {
     let f = Fields::new(args);
     Ok(Event::WakeupLag { pid: f.num("pid")?, vlag: f.num("vlag")? })
+}
+
+fn waking_flips(args: &str) -> Result<Event, String> {
+    let f = Fields::new(args);
+    Ok(Event::WakingFlips { pid: f.num("pid")?, flips: f.num("flips")? })
 }
 
 fn switch_lag(args: &str) -> Result<Event, String> {

@@ -182,3 +182,26 @@ fn idle_host_busy_loops_turn_at_the_hrtick_on_7_3_and_at_the_tick_on_6_12() {
         assert!(rate.contains(&per_s), "{name}: {per_s} involuntary switches a second");
     }
 }
+
+/// The `wakee_flips` hackbench's threads inherit from the shell that launches it (6.12.117,
+/// `hb_thr_pipe-flips-*.txt.gz`): a shell busy with the init's work hands them tens of flips,
+/// which keep `wake_wide()` off between senders and receivers; a quieted shell a few.
+/// docs/vm.md, "The launching shell's wakee_flips".
+#[test]
+fn a_quiet_shell_hands_hackbench_few_wakee_flips() {
+    let flips = |name: &str| {
+        let path = format!("{}/../../data/ground-truth/qemu-2vcpu/traces/{name}", env!("CARGO_MANIFEST_DIR"));
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut open_trace(std::path::Path::new(&path)).unwrap(), &mut text).unwrap();
+        // The busy capture's probe carries its first name (traces/README.md).
+        let text = text.replace("schedlab_flips:", "schedlab_waking_flips:");
+        let a = analyze(text.as_bytes(), Filter { comm: Some("hackbench".into()), pid: None, ..Default::default() })
+            .unwrap_or_else(|e| panic!("{path}: {e}"));
+        a.wakee_flips.percentiles()
+    };
+    let busy = flips("hb_thr_pipe-flips-6.12.117-busy.txt.gz");
+    let quiet = flips("hb_thr_pipe-flips-6.12.117-quiet.txt.gz");
+    assert!(busy.count > 1000 && quiet.count > 1000, "{busy:?} {quiet:?}");
+    assert!(busy.p50 >= 60, "busy shell: wakee flips {busy:?}");
+    assert!(quiet.p50 <= 16, "quiet shell: wakee flips {quiet:?}");
+}
