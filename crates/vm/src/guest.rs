@@ -291,7 +291,7 @@ poweroff -f
         // is empty for the root group) before it execs schedlab. A child of this
         // (non-interactive) shell leads no process group, so busybox's setsid calls setsid()
         // and execs in place, and the shell waits for the benchmark itself.
-        launch = format!(
+        launch = format_args!(
             "{}busybox sh -c 'echo \"$0 group $(cat /proc/self/autogroup 2>/dev/null)\" >&3; exec \"$@\"' \"$M\" ",
             if plan.own_session { "busybox setsid " } else { "" }
         ),
