@@ -35,7 +35,7 @@ pub const EVENTS: &[&str] = &["sched_switch", "sched_waking", "sched_wakeup", "s
 /// A third probe records the `wakee_flips` a task being woken carries into
 /// `select_task_rq_fair()` (`schedlab_waking_flips`, at `sched_waking`): the wakee's side of
 /// `wake_wide()`, which decides whether `wake_affine()` is tried (docs/vm.md, "The launching
-/// shell's wakee_flips"). The model writes no such record.
+/// shell's wakee_flips"). The model writes the same record.
 pub const LAG_PROBES: &[&str] = &[
     "t:schedlab/schedlab_wakeup_lag sched_wakeup pid=p->pid vlag=p->se.vlag",
     "t:schedlab/schedlab_switch_lag sched_switch prev_pid=prev->pid prev_vlag=prev->se.vlag \

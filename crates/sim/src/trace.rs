@@ -117,6 +117,13 @@ pub enum TraceEvent<'a> {
         vlag: i64,
         delayed: bool,
     },
+    /// Right after `sched_waking`: the wakee's `wakee_flips` as `select_task_rq_fair()` reads
+    /// it for `wake_wide()` (`schedlab_waking_flips`; a BTF tracepoint probe on `sched_waking`
+    /// reads the same field in a real guest).
+    WakingFlips {
+        pid: u32,
+        flips: u32,
+    },
 }
 
 /// Receives the trace stream of a simulation.

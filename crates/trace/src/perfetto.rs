@@ -357,7 +357,10 @@ impl<W: Write> PerfettoWriter<W> {
             }
             // The CPU tracks show what the switches did; timer interrupts are for `analyze`'s
             // reading of the text form.
-            TraceEvent::TimerExpire { .. } | TraceEvent::WakeupLag { .. } | TraceEvent::SwitchLag { .. } => {}
+            TraceEvent::TimerExpire { .. }
+            | TraceEvent::WakeupLag { .. }
+            | TraceEvent::SwitchLag { .. }
+            | TraceEvent::WakingFlips { .. } => {}
         }
         self.cur.after(cpu, ev);
         Ok(())

@@ -118,7 +118,7 @@ pub enum Event {
     },
     /// `schedlab_waking_flips`: the `wakee_flips` a task being woken carries into
     /// `select_task_rq_fair()`, read at its `sched_waking` (a BTF tracepoint probe in a real
-    /// kernel; the model writes none).
+    /// kernel, the model's own record).
     WakingFlips {
         pid: u32,
         flips: u32,

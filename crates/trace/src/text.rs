@@ -133,6 +133,7 @@ impl<W: Write> FtraceTextWriter<W> {
             TraceEvent::TimerExpire { .. } => ("hrtimer_expire_entry", "d.h1."),
             TraceEvent::WakeupLag { .. } => ("schedlab_wakeup_lag", "d..4."),
             TraceEvent::SwitchLag { .. } => ("schedlab_switch_lag", "d..2."),
+            TraceEvent::WakingFlips { .. } => ("schedlab_waking_flips", "d..4."),
         };
         let decision = matches!(
             ev,
@@ -140,6 +141,7 @@ impl<W: Write> FtraceTextWriter<W> {
                 | TraceEvent::Placement { .. }
                 | TraceEvent::WakeupLag { .. }
                 | TraceEvent::SwitchLag { .. }
+                | TraceEvent::WakingFlips { .. }
         );
         if decision && !self.opts.decisions {
             return Ok(());
@@ -302,5 +304,6 @@ fn write_fields(out: &mut String, ts_ns: u64, ev: &TraceEvent<'_>) -> fmt::Resul
         TraceEvent::SwitchLag { prev_pid, vlag, delayed } => {
             write!(out, "prev_pid={prev_pid} prev_vlag={vlag} prev_delayed={}", b(*delayed))
         }
+        TraceEvent::WakingFlips { pid, flips } => write!(out, "pid={pid} flips={flips}"),
     }
 }

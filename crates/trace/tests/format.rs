@@ -38,6 +38,7 @@ fn events() -> Vec<(u64, u32, TraceEvent<'static>)> {
             TraceEvent::Placement { task: B, prev_cpu: 0, target_cpu: 1, sync: true, reason: SelectReason::SisPrev },
         ),
         (2_000_001_000, 1, TraceEvent::Waking { task: B, target_cpu: 0 }),
+        (2_000_001_000, 1, TraceEvent::WakingFlips { pid: 102, flips: 6 }),
         (2_000_001_000, 1, TraceEvent::Migrate { task: B, orig_cpu: 0, dest_cpu: 1 }),
         (2_000_001_000, 1, TraceEvent::Wakeup { task: B, target_cpu: 1 }),
         (
@@ -99,6 +100,7 @@ fn ftrace_text_lines_match_the_kernel_format() {
           <idle>-0       [001] d..2.     0.000002: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=sched-pipe next_pid=101 next_prio=120
       sched-pipe-101     [001] d..3.     2.000001: schedlab_placement: comm=a-very-long-tas pid=102 prio=125 prev_cpu=0 target_cpu=001 sync=1 reason=sis_prev_idle
       sched-pipe-101     [001] d..3.     2.000001: sched_waking: comm=a-very-long-tas pid=102 prio=125 target_cpu=000
+      sched-pipe-101     [001] d..4.     2.000001: schedlab_waking_flips: pid=102 flips=6
       sched-pipe-101     [001] d..3.     2.000001: sched_migrate_task: comm=a-very-long-tas pid=102 prio=125 orig_cpu=0 dest_cpu=1
       sched-pipe-101     [001] d..4.     2.000001: sched_wakeup: comm=a-very-long-tas pid=102 prio=125 target_cpu=001
       sched-pipe-101     [001] d..4.     2.000001: schedlab_wakeup_preempt: curr_comm=sched-pipe curr_pid=101 wakee_comm=a-very-long-tas wakee_pid=102 preempt=1 reason=pick_is_wakee curr_vruntime=1000000 curr_deadline=3800000 curr_lag=-2500 curr_eligible=0 curr_slice=2800000 curr_vprot=3800000 curr_delayed=0 curr_buddy=1 wakee_vruntime=-1048576 wakee_deadline=3800000 wakee_lag=7 wakee_eligible=1 wakee_slice=2800000 wakee_vprot=3800000 wakee_delayed=0 wakee_buddy=0
@@ -196,6 +198,7 @@ fn text_round_trip() {
                 TraceEvent::TimerExpire { function } => Event::TimerExpire { function: function.into() },
                 TraceEvent::WakeupLag { pid, vlag } => Event::WakeupLag { pid, vlag },
                 TraceEvent::SwitchLag { prev_pid, vlag, delayed } => Event::SwitchLag { prev_pid, vlag, delayed },
+                TraceEvent::WakingFlips { pid, flips } => Event::WakingFlips { pid, flips },
             };
             assert_eq!(r.event, want);
         }

@@ -36,7 +36,9 @@ impl Sim {
 
     pub(super) fn trace_waking(&mut self, cpu: u32, p: TaskId, target_cpu: u32) {
         let Some(sink) = self.trace.as_mut() else { return };
-        sink.event(self.now, cpu, &TraceEvent::Waking { task: tref(&self.tasks, p), target_cpu });
+        let task = tref(&self.tasks, p);
+        sink.event(self.now, cpu, &TraceEvent::Waking { task, target_cpu });
+        sink.event(self.now, cpu, &TraceEvent::WakingFlips { pid: task.pid, flips: self.tasks[p.idx()].wakee_flips });
     }
 
     pub(super) fn trace_wakeup(&mut self, cpu: u32, p: TaskId, new: bool) {
