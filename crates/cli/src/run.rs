@@ -467,8 +467,52 @@ fn json_report(
             "idle_ns_per_cpu": r.idle_ns_per_cpu,
         },
         "wakeup_latency_ns": { "p50": lat.p50, "p90": lat.p90, "p99": lat.p99, "max": lat.max },
+        "schedstat": schedstat_json(&r.schedstat),
         "tasks": tasks,
     })
+}
+
+/// The `/proc/schedstat` counters: the machine's totals (the names `compare --vm` prints for a
+/// guest), then each CPU's line and its domains' counters, lowest domain first.
+fn schedstat_json(s: &sim::schedstat::Schedstat) -> Value {
+    let totals: serde_json::Map<String, Value> =
+        s.totals().named().into_iter().map(|(k, v)| (k.into(), json!(v))).collect();
+    let cpus: Vec<Value> = s
+        .cpus
+        .iter()
+        .zip(&s.domains)
+        .map(|(c, doms)| {
+            let domains: Vec<Value> = doms
+                .iter()
+                .map(|d| {
+                    let lb: serde_json::Map<String, Value> = sim::schedstat::IDLE_TYPES
+                        .iter()
+                        .zip(&d.lb)
+                        .map(|(ty, l)| {
+                            let v = json!({
+                                "lb_count": l.count, "lb_balanced": l.balanced, "lb_failed": l.failed,
+                                "lb_imbalance_load": l.imbalance[0], "lb_imbalance_util": l.imbalance[1],
+                                "lb_imbalance_task": l.imbalance[2], "lb_imbalance_misfit": l.imbalance[3],
+                                "lb_gained": l.gained, "lb_hot_gained": l.hot_gained,
+                                "lb_nobusyq": l.nobusyq, "lb_nobusyg": l.nobusyg,
+                            });
+                            ((*ty).to_string(), v)
+                        })
+                        .collect();
+                    json!({
+                        "lb": lb,
+                        "alb_count": d.alb_count, "alb_failed": d.alb_failed, "alb_pushed": d.alb_pushed,
+                        "ttwu_wake_remote": d.ttwu_wake_remote, "ttwu_move_affine": d.ttwu_move_affine,
+                    })
+                })
+                .collect();
+            json!({
+                "yld_count": c.yld_count, "sched_count": c.sched_count, "sched_goidle": c.sched_goidle,
+                "ttwu_count": c.ttwu_count, "ttwu_local": c.ttwu_local, "domains": domains,
+            })
+        })
+        .collect();
+    json!({ "totals": totals, "cpus": cpus })
 }
 
 fn better_name(b: Better) -> &'static str {

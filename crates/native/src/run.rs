@@ -372,6 +372,7 @@ pub fn synthetic_report(elapsed_ns: u64) -> sim::engine::SimReport {
         stale_events: 0,
         stop: StopReason::AllExited,
         counters: Counters::default(),
+        schedstat: sim::schedstat::Schedstat::default(),
         idle_ns_per_cpu: Vec::new(),
         wakeup_latency: sim::stats::LatencyHistogram::default(),
         tasks: Vec::new(),

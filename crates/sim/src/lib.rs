@@ -44,6 +44,7 @@ pub mod kernel;
 pub mod pelt;
 pub mod program;
 pub mod rng;
+pub mod schedstat;
 pub mod select;
 pub mod stats;
 pub mod task;

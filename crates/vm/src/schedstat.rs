@@ -14,29 +14,8 @@
 //! - v17 (e.g. 7.3.4): the domain's name after `domainN`; 11 counters per idle type
 //!   (lb_imbalance split into load, util, task and misfit).
 
-/// `sched_balance_rq()` counters of one idle type.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Balance {
-    pub count: u64,
-    pub balanced: u64,
-    pub failed: u64,
-    pub gained: u64,
-    pub hot_gained: u64,
-}
-
-/// Counters summed over all CPUs (and, for the domain ones, over their domains).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Totals {
-    pub sched_count: u64,
-    pub sched_goidle: u64,
-    pub ttwu_count: u64,
-    pub ttwu_local: u64,
-    /// Indexed busy, idle, newly idle (whatever the version's column order).
-    pub balance: [Balance; 3],
-    pub alb_pushed: u64,
-    pub ttwu_wake_remote: u64,
-    pub ttwu_move_affine: u64,
-}
+/// The totals a snapshot is summed into: the model keeps the same ones (`sim::schedstat`).
+pub use sim::schedstat::{Balance, Totals};
 
 /// One snapshot: its version and the totals.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -130,27 +109,6 @@ pub fn delta(before: &Snapshot, after: &Snapshot) -> Result<Totals, String> {
         ttwu_wake_remote: a.ttwu_wake_remote.wrapping_sub(b.ttwu_wake_remote),
         ttwu_move_affine: a.ttwu_move_affine.wrapping_sub(b.ttwu_move_affine),
     })
-}
-
-impl Totals {
-    /// Named values for tables and JSON, in a fixed order.
-    pub fn named(&self) -> Vec<(&'static str, u64)> {
-        let [busy, idle, newidle] = self.balance;
-        vec![
-            ("sched_count", self.sched_count),
-            ("sched_goidle", self.sched_goidle),
-            ("ttwu_count", self.ttwu_count),
-            ("ttwu_local", self.ttwu_local),
-            ("ttwu_wake_remote", self.ttwu_wake_remote),
-            ("ttwu_move_affine", self.ttwu_move_affine),
-            ("lb_count_busy", busy.count),
-            ("lb_count_idle", idle.count),
-            ("lb_count_newidle", newidle.count),
-            ("lb_gained", busy.gained + idle.gained + newidle.gained),
-            ("lb_failed", busy.failed + idle.failed + newidle.failed),
-            ("alb_pushed", self.alb_pushed),
-        ]
-    }
 }
 
 #[cfg(test)]

@@ -264,6 +264,17 @@ pub fn metrics(kind: Kind, report: &SimReport, bench_value: f64) -> BTreeMap<&'s
     put("t_migr_at_wakeup_share", ratio(s.migrate, s.migrations));
     put("t_wakeup_preempt_share", ratio(s.wakee_preempting, s.wakeups));
     put("t_wakee_onto_idle_share", ratio(s.wakee_from_idle, s.wakeups));
+    // The system-wide /proc/schedstat deltas: every task's wakeups and every CPU's switches
+    // to idle and balancing passes, the guest's kernel threads included, as the boots read
+    // them around the run. The affine share is of remote wakeups (`ttwu_move_affine /
+    // ttwu_wake_remote`: the ground truth's pair rows exceed `1 - ttwu_local share`, so it
+    // cannot be of all wakeups).
+    let ss = report.schedstat.totals();
+    put("ss_ttwu_local_share", ratio(ss.ttwu_local, ss.ttwu_count));
+    put("ss_move_affine_share", ratio(ss.ttwu_move_affine, ss.ttwu_wake_remote));
+    put("ss_goidle_per_op", per_op(ss.sched_goidle));
+    put("ss_lb_count", Some(ss.lb_count() as f64));
+    put("ss_lb_gained", Some(ss.lb_gained() as f64));
     m
 }
 

@@ -130,6 +130,18 @@ pub fn score(f: &Fidelity) -> Scores {
     s
 }
 
+/// The default cells split by where the real figure was read: the benchmark's own tasks
+/// (`/proc/<tid>/sched` and the traces) or the system-wide `/proc/schedstat` deltas (`ss_*`,
+/// every task of the guest). Each: (name, cells, in range, within 1.5x).
+fn by_source(s: &Scores) -> [(&'static str, usize, usize, usize); 2] {
+    let count = |schedstat: bool| {
+        let v: Vec<&CellScore> = s.cells.iter().filter(|c| c.metric.starts_with("ss_") == schedstat).collect();
+        (v.len(), v.iter().filter(|c| c.in_range).count(), v.iter().filter(|c| c.within_1_5x).count())
+    };
+    let (t, ss) = (count(false), count(true));
+    [("tasks' counters", t.0, t.1, t.2), ("system-wide schedstat", ss.0, ss.1, ss.2)]
+}
+
 fn pct(n: usize, d: usize) -> String {
     if d == 0 { "-".into() } else { format!("{:.0}%", 100.0 * n as f64 / d as f64) }
 }
@@ -256,6 +268,15 @@ pub fn render_text(f: &Fidelity, s: &Scores) -> String {
     );
     let _ =
         writeln!(o, "  {:<33} {n:>7} {:>10} {:>11}", "all", format!("{r} {}", pct(r, n)), format!("{x} {}", pct(x, n)));
+    for (source, n, r, x) in by_source(s) {
+        let label = format!("  {source}");
+        let _ = writeln!(
+            o,
+            "  {label:<33} {n:>7} {:>10} {:>11}",
+            format!("{r} {}", pct(r, n)),
+            format!("{x} {}", pct(x, n))
+        );
+    }
     let nm: Vec<String> = s.cells_not_modelled.iter().map(|(k, v)| format!("{k} ({v})")).collect();
     let _ = writeln!(o, "  fitted, not scored: {}; not modelled:", s.cells_fitted);
     for chunk in nm.chunks(3) {
@@ -354,6 +375,9 @@ pub fn render_json(f: &Fidelity, s: &Scores) -> serde_json::Value {
             "cells": s.cells.len(),
             "in_range": s.cells.iter().filter(|c| c.in_range).count(),
             "within_1_5x": s.cells.iter().filter(|c| c.within_1_5x).count(),
+            "by_source": by_source(s).into_iter().map(|(source, n, r, x)| {
+                (source.to_string(), json!({ "cells": n, "in_range": r, "within_1_5x": x }))
+            }).collect::<serde_json::Map<String, serde_json::Value>>(),
             "fitted": s.cells_fitted,
             "not_modelled": s.cells_not_modelled,
             "list": cells,

@@ -230,6 +230,8 @@ impl Sim {
     /// `__schedule()` (core.c v7.3.4) with `pick_next_task_fair()`: switch `cpu` to the best
     /// task, or to idle.
     pub(super) fn schedule(&mut self, cpu: u32, how: Switch) {
+        // schedule_debug(): every __schedule() counts, a re-pick of the same task included.
+        self.schedstat.cpus[cpu as usize].sched_count += 1;
         self.stop_step(cpu);
         let prev = self.rqs[cpu as usize].curr;
         if let Some(p) = prev {
@@ -324,7 +326,12 @@ impl Sim {
         }
         match next {
             Some(n) => self.switch_to(cpu, n, prev),
-            None => self.switch_to_idle(cpu),
+            None => {
+                // set_next_task_idle(): only when idle replaces a task (a re-pick of idle
+                // returns above, as put_prev_set_next_task() does for next == prev).
+                self.schedstat.cpus[cpu as usize].sched_goidle += 1;
+                self.switch_to_idle(cpu)
+            }
         }
     }
 

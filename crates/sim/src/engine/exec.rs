@@ -116,6 +116,8 @@ impl Sim {
                 false
             }
             AfterKernel::Yield => {
+                // do_sched_yield() (syscalls.c v7.3.4).
+                self.schedstat.cpus[cpu as usize].yld_count += 1;
                 self.fair(cpu).yield_task_fair(t);
                 self.schedule(cpu, Switch::Preempt);
                 false

@@ -239,6 +239,8 @@ pub struct SimReport {
     /// Why the run stopped.
     pub stop: StopReason,
     pub counters: Counters,
+    /// The `/proc/schedstat` counters of every runqueue and sched domain.
+    pub schedstat: crate::schedstat::Schedstat,
     pub idle_ns_per_cpu: Vec<u64>,
     pub wakeup_latency: LatencyHistogram,
     pub tasks: Vec<TaskReport>,
@@ -280,6 +282,8 @@ pub struct Sim {
     /// cache (lat_ctx -P 192 -s 0 96: 18,432 specs).
     programs: Vec<Box<[Op]>>,
     counters: Counters,
+    /// The `/proc/schedstat` runqueue and domain counters.
+    schedstat: crate::schedstat::Schedstat,
     wakeup_latency: LatencyHistogram,
     /// Per task (by index), beside `tasks`.
     wakee_switch_ins: Vec<WakeeSwitchIns>,
@@ -384,6 +388,7 @@ impl Sim {
             next_full_check: FULL_CHECK_EVERY,
             cost_rng: crate::rng::SimRng::stream(setup.seed, crate::rng::Stream::Costs),
             llc,
+            schedstat: crate::schedstat::Schedstat::new((0..ncpus).map(|c| domains.of(c).len())),
             domains,
             lb,
             lb_seq: 0,
@@ -815,6 +820,7 @@ impl Sim {
             stale_events: self.stale_events,
             stop,
             counters: self.counters,
+            schedstat: self.schedstat,
             idle_ns_per_cpu: self.rqs.iter().map(|r| r.idle_ns).collect(),
             wakeup_latency: self.wakeup_latency,
             tasks,

@@ -32,8 +32,12 @@ impl Sim {
     pub(super) fn tick(&mut self, cpu: u32) {
         let rq = &mut self.rqs[cpu as usize];
         if rq.curr.is_none() {
-            // NOHZ idle: the tick stops until the CPU is busy again.
+            // The idle loop keeps the tick until one fires into it (`do_idle()` passes
+            // `got_tick` to `cpuidle_idle_call()`, 6.12.117, 6.18.44, 7.2.12, 7.3.4): this
+            // tick runs sched_tick() on the idle CPU, whose SCHED_SOFTIRQ balances it as
+            // CPU_IDLE, and then the loop stops the tick until the CPU is busy again.
             rq.tick_armed = false;
+            self.sched_balance_trigger_idle(cpu);
             self.nohz_balance_enter_idle(cpu);
             self.timer_interrupt(cpu);
             return;

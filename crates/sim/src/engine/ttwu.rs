@@ -74,6 +74,14 @@ impl Sim {
             if placement.affine {
                 st.nr_wakeups_affine += 1;
                 self.counters.nr_wakeups_affine += 1;
+                // wake_affine() ran in the waker CPU's lowest SD_WAKE_AFFINE domain that
+                // spans the wakee's previous CPU (select_task_rq_fair()'s affine_sd).
+                let level = self.domains.of(this_cpu).iter().position(|sd| {
+                    sd.flags & crate::topology::SD_WAKE_AFFINE != 0 && self.domains.span_contains(sd, prev_cpu)
+                });
+                if let Some(level) = level {
+                    self.schedstat.domains[this_cpu as usize][level].ttwu_move_affine += 1;
+                }
             }
             if self.tracing() {
                 let sync = wake_flags & wf::SYNC != 0;
@@ -109,14 +117,23 @@ impl Sim {
         }
     }
 
+    /// `ttwu_stat()` (core.c v7.3.4): the wakee's local/remote counts, and the runqueue and
+    /// domain counters of the CPU the wakeup runs on (`this_rq()`).
     fn count_local_remote(&mut self, p: TaskId, cpu: u32, this_cpu: u32) {
         let st = &mut self.tasks[p.idx()].stats;
+        let rq = &mut self.schedstat.cpus[this_cpu as usize];
+        rq.ttwu_count += 1;
         if cpu == this_cpu {
             st.nr_wakeups_local += 1;
             self.counters.nr_wakeups_local += 1;
+            rq.ttwu_local += 1;
         } else {
             st.nr_wakeups_remote += 1;
             self.counters.nr_wakeups_remote += 1;
+            let level = self.domains.of(this_cpu).iter().position(|sd| self.domains.span_contains(sd, cpu));
+            if let Some(level) = level {
+                self.schedstat.domains[this_cpu as usize][level].ttwu_wake_remote += 1;
+            }
         }
     }
 

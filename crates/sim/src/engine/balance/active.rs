@@ -62,6 +62,7 @@ impl Sim {
             env.flags |= LBF_ACTIVE_LB_LLC;
         }
         self.lb_begin_pass();
+        self.schedstat.domains[target as usize][level].alb_count += 1;
         // detach_one_task(): the first movable task from the tail of cfs_tasks.
         self.fill_cfs_tasks_order(cpu);
         for k in 0..self.lb.order.len() {
@@ -74,10 +75,14 @@ impl Sim {
                 self.fair(cpu).put_prev_task_fair(p, None);
             }
             self.detach_task(p, cpu, target);
+            let ss = &mut self.schedstat.domains[target as usize][level];
+            ss.lb[IdleType::Idle as usize].gained += 1;
+            ss.alb_pushed += 1;
             self.lb.cpus[target as usize].sd[level].nr_balance_failed = 0;
             self.attach_tasks(target);
             return running;
         }
+        self.schedstat.domains[target as usize][level].alb_failed += 1;
         false
     }
 }

@@ -48,6 +48,9 @@ pub(super) struct LbEnv {
     pub loop_break: u32,
     pub loop_max: u32,
     pub migration_type: MigrationType,
+    /// `p->sched_task_hot` of the task `can_migrate_task()` last let go: it was cache hot
+    /// and taken for the failures (counted as `lb_hot_gained` if it is detached).
+    pub task_hot: bool,
 }
 
 impl LbEnv {
@@ -66,6 +69,7 @@ impl LbEnv {
             loop_break: SCHED_NR_MIGRATE_BREAK,
             loop_max: 0,
             migration_type: MigrationType::Load,
+            task_hot: false,
         }
     }
 }
@@ -93,14 +97,34 @@ impl Sim {
         self.lb_begin_pass();
         let nsd = self.domains.of(this_cpu).len();
         let mut ld_moved = 0u32;
+        let ty = idle as usize;
+        self.schedstat.domains[this_cpu as usize][level].lb[ty].count += 1;
         let out = 'redo: loop {
             if !self.should_we_balance(&env) {
                 *continue_balancing = false;
                 break Out::Balanced;
             }
             // SD_SERIALIZE's `sched_balance_running` never contends: passes run one at a time.
-            let Some(group) = self.find_src_group(&mut env) else { break Out::Balanced };
-            let Some(busiest) = self.find_src_rq(&env, group) else { break Out::Balanced };
+            let Some(group) = self.find_src_group(&mut env) else {
+                self.schedstat.domains[this_cpu as usize][level].lb[ty].nobusyg += 1;
+                break Out::Balanced;
+            };
+            let Some(busiest) = self.find_src_rq(&env, group) else {
+                self.schedstat.domains[this_cpu as usize][level].lb[ty].nobusyq += 1;
+                break Out::Balanced;
+            };
+            // update_lb_imbalance_stat() (7.3.4): by migration type; none for an LLC move.
+            let kind = match env.migration_type {
+                MigrationType::Load => Some(0),
+                MigrationType::Util => Some(1),
+                MigrationType::Task => Some(2),
+                MigrationType::Misfit => Some(3),
+                MigrationType::Llc => None,
+            };
+            if let Some(k) = kind {
+                let imb = &mut self.schedstat.domains[this_cpu as usize][level].lb[ty].imbalance[k];
+                *imb = imb.wrapping_add(env.imbalance as u64);
+            }
             env.src_cpu = busiest;
             env.flags |= LBF_ALL_PINNED;
             let nr_running = self.rqs[busiest as usize].cfs.h_nr_queued;
@@ -144,6 +168,7 @@ impl Sim {
                 self.lb.cpus[this_cpu as usize].sd[level].nr_balance_failed = 0;
                 break Out::Unbalanced;
             }
+            self.schedstat.domains[this_cpu as usize][level].lb[ty].failed += 1;
             // Refusals for LLC locality are expected and not counted (7.2.12/7.3.4).
             if idle != IdleType::NewlyIdle
                 && env.migration_type != MigrationType::Misfit
@@ -171,6 +196,10 @@ impl Sim {
         if out == Out::Unbalanced {
             self.lb.cpus[this_cpu as usize].sd[level].balance_interval_ms = min_interval;
             return ld_moved;
+        }
+        if out != Out::OnePinned {
+            // out_all_pinned: (reached from out_balanced too).
+            self.schedstat.domains[this_cpu as usize][level].lb[ty].balanced += 1;
         }
         if out == Out::Balanced && level + 1 < nsd && env.flags & LBF_ALL_PINNED == 0 {
             let parent_local = self.domains.group_span_at(&self.domains.of(this_cpu)[level + 1], 0);
@@ -296,6 +325,9 @@ impl Sim {
                 self.tasks[p.idx()].lb_seq = self.lb_seq;
                 continue;
             }
+            if env.task_hot {
+                self.schedstat.domains[env.this_cpu as usize][env.level].lb[env.idle as usize].hot_gained += 1;
+            }
             self.detach_task(p, src, env.dst_cpu);
             detached += 1;
             // CONFIG_PREEMPTION (every PREEMPT_DYNAMIC build): one task per newidle pass.
@@ -303,6 +335,7 @@ impl Sim {
                 break;
             }
         }
+        self.schedstat.domains[env.this_cpu as usize][env.level].lb[env.idle as usize].gained += u64::from(detached);
         detached
     }
 
@@ -312,6 +345,7 @@ impl Sim {
     pub(super) fn can_migrate_task(&mut self, p: TaskId, env: &mut LbEnv) -> bool {
         let src = env.src_cpu;
         let failed = self.lb.cpus[env.this_cpu as usize].sd[env.level].nr_balance_failed;
+        env.task_hot = false;
         // A delayed task (asleep, still queued): 6.12.117 has no test for it and moves it like
         // any queued task; it keeps its delay on the destination (`detach_task()` dequeues
         // without DEQUEUE_SLEEP, `attach_task()` enqueues without ENQUEUE_WAKEUP), where the
@@ -368,7 +402,12 @@ impl Sim {
             return false;
         }
         let cache_nice_tries = self.domains.of(env.this_cpu)[env.level].cache_nice_tries;
-        !self.task_hot(p, env) || failed > cache_nice_tries
+        let hot = self.task_hot(p, env);
+        if !hot || failed > cache_nice_tries {
+            env.task_hot = hot;
+            return true;
+        }
+        false
     }
 
     /// `task_hot()` (fair.c v7.3.4).

@@ -419,6 +419,18 @@ impl Sim {
         self.nohz_balancer_kick(cpu);
     }
 
+    /// `sched_balance_trigger()` from a tick on an idle CPU (fair.c v7.3.4): `sched_tick()`
+    /// set `rq->idle_balance`, so `nohz_balancer_kick()` returns at once and only the CPU's own
+    /// domains are balanced, as CPU_IDLE, when its `next_balance` is due.
+    pub(super) fn sched_balance_trigger_idle(&mut self, cpu: u32) {
+        if self.domains.of(cpu).is_empty() || self.jiffies() < self.lb.cpus[cpu as usize].next_balance {
+            return;
+        }
+        self.update_blocked_averages(cpu);
+        let idle = if self.lb_idle_cpu(cpu) { IdleType::Idle } else { IdleType::NotIdle };
+        self.sched_balance_domains(cpu, idle);
+    }
+
     /// `sched_balance_domains()` (fair.c v7.3.4): balance each domain whose interval is due,
     /// lowest first, stopping where another CPU of the group balances more actively.
     fn sched_balance_domains(&mut self, cpu: u32, mut idle: IdleType) {
