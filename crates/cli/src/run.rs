@@ -351,6 +351,24 @@ fn write_text(
         p.p99 as f64 / 1e3,
         p.max as f64 / 1e3,
     )?;
+    let t = r.schedstat.totals();
+    let [busy, idle, newidle] = t.balance;
+    writeln!(
+        out,
+        "/proc/schedstat: goidle {}, ttwu {} (local {}, remote {}, move_affine {}), balance passes busy {} idle {} newidle {}: gained {} (hot {}), failed {}, active pushes {}",
+        t.sched_goidle,
+        t.ttwu_count,
+        t.ttwu_local,
+        t.ttwu_wake_remote,
+        t.ttwu_move_affine,
+        busy.count,
+        idle.count,
+        newidle.count,
+        t.lb_gained(),
+        busy.hot_gained + idle.hot_gained + newidle.hot_gained,
+        busy.failed + idle.failed + newidle.failed,
+        t.alb_pushed
+    )?;
     Ok(())
 }
 

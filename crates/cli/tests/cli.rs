@@ -192,6 +192,17 @@ fn run_takes_specs_slices_and_late_options() {
     let plain: serde_json::Value =
         serde_json::from_str(&ok(&["run", "--json", "--kernel", "v7.3", "pipe", "-l", "2000"])).unwrap();
     assert_eq!(plain["patches"], serde_json::json!([]));
+    // The /proc/schedstat counters: every wakeup is counted on a runqueue, as in the text line.
+    let ss = &plain["schedstat"]["totals"];
+    assert_eq!(ss["ttwu_count"], plain["counters"]["nr_wakeups"], "{ss}");
+    assert_eq!(ss["ttwu_local"], plain["counters"]["nr_wakeups_local"], "{ss}");
+    assert_eq!(plain["schedstat"]["cpus"].as_array().map(Vec::len), Some(2), "{ss}");
+    let stext = ok(&["run", "--kernel", "v7.3", "pipe", "-l", "2000"]);
+    let line = format!(
+        "/proc/schedstat: goidle {}, ttwu {} (local {}",
+        ss["sched_goidle"], ss["ttwu_count"], ss["ttwu_local"]
+    );
+    assert!(stext.contains(&line), "{line} not in {stext}");
 
     let text = ok(&["run", "--topology", "xeon-8369hb-4s:cpus=0-15", "pipe", "-l", "1000", "--seed", "3"]);
     assert!(text.contains("topology=xeon-8369hb-4s:cpus=0-15") && text.contains("--seed 3 "), "{text}");
