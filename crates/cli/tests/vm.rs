@@ -153,6 +153,14 @@ fn compare_validate_and_a_user_image_on_a_real_kernel() {
         }
     }
 
+    // The guest's system-wide /proc/schedstat beside the model's: every wakeup of the pair is
+    // counted on a runqueue on both sides (the guest's count its kernel threads and agent too).
+    let ss = |side: &str, k: &str| {
+        v["schedstat"][side][k].as_f64().unwrap_or_else(|| panic!("{side} {k}: {}", v["schedstat"]))
+    };
+    assert!(ss("guest", "ttwu_count") >= 500.0 && ss("guest", "ttwu_local") <= ss("guest", "ttwu_count"));
+    assert!((950.0..=1_100.0).contains(&ss("model", "ttwu_count")), "{}", v["schedstat"]);
+
     let db = rusqlite::Connection::open(results.path().join("results.db")).unwrap();
     let record: String =
         db.query_row("SELECT record FROM runs WHERE spec = ?1", [format!("vm:{image} default")], |r| r.get(0)).unwrap();

@@ -590,6 +590,11 @@ pub struct RunRecord {
     /// plan's `[[vm]]`), not simulated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vm: Option<GuestInfo>,
+    /// The model's `/proc/schedstat` totals over the run, named as
+    /// [`sim::schedstat::Totals::named`] names them (`None` for a run measured on a real kernel
+    /// and for runs stored before the field existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedstat: Option<Vec<(String, u64)>>,
 }
 
 /// How a run on a real kernel under qemu was measured: what a table from stored runs says
@@ -716,5 +721,6 @@ pub fn run_one(req: &RunRequest) -> Result<RunRecord, String> {
         wakeup_latency_ns: [lat.p50, lat.p90, lat.p99, lat.max],
         background: (wl.background)(&report),
         vm: None,
+        schedstat: Some(report.schedstat.totals().named().into_iter().map(|(k, v)| (k.to_string(), v)).collect()),
     })
 }

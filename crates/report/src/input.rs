@@ -253,6 +253,7 @@ pub fn parse_run_json(path: &Path, text: &str) -> Result<RunJson, String> {
         wakeup_latency_ns: [lat("p50")?, lat("p90")?, lat("p99")?, lat("max")?],
         background: background_metrics(&v, path)?,
         vm: None,
+        schedstat: None,
     };
     // Run files carry no plan limits: every file falls in the group of its topology and
     // workload.

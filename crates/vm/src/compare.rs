@@ -125,6 +125,7 @@ pub fn record(run: &GuestRun, variant: &str, release: &str, topology: &str, seed
         wakeup_latency_ns: trace_latency(run).unwrap_or([0; 4]),
         background: vec![],
         vm: None,
+        schedstat: None,
     }
 }
 

@@ -67,6 +67,9 @@ pub struct VmValidation {
     /// What ran in the guest and how its tasks were read ([`GuestRun::runner`] of the last
     /// boot's run).
     pub runner: String,
+    /// The system-wide `/proc/schedstat` delta of each guest run (`None` where the guest had no
+    /// decodable schedstats) and the model's totals of each seed, as named counters.
+    pub schedstat: (Vec<Option<Vec<(String, u64)>>>, Vec<Option<Vec<(String, u64)>>>),
 }
 
 /// The model's run-length bound beside a guest: `validate`'s 10 s, or, for a workload sized by
@@ -171,6 +174,7 @@ pub fn validate(
     let (mut release, mut preempt_file, mut cost_file) = (String::new(), None, Vec::new());
     let mut runner = String::new();
     let mut guest_elapsed: Vec<u64> = Vec::new();
+    let mut guest_ss: Vec<Option<Vec<(String, u64)>>> = Vec::new();
     for i in 0..req.runs {
         let plan = GuestPlan {
             settings: v.settings.clone(),
@@ -206,6 +210,9 @@ pub fn validate(
             cost_file = b.console.cost_lines.clone();
         }
         guest.extend(b.runs.iter().map(|r| guest_figures(r, ops_n)));
+        guest_ss.extend(b.runs.iter().map(|r| {
+            r.schedstat_delta().ok().map(|t| t.named().into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+        }));
         guest_elapsed.extend(b.runs.iter().filter_map(|r| r.json["native"]["elapsed_ns"].as_u64()));
         if let Some(r) = b.runs.last() {
             runner = r.runner();
@@ -286,7 +293,24 @@ pub fn validate(
         warmup: req.warmup,
         tools: session.tools().to_vec(),
         runner,
+        schedstat: (guest_ss, records.iter().map(|r| r.schedstat.clone()).collect()),
     })
+}
+
+/// The mean per run of each named counter over the runs that have them (`None` when none has).
+fn mean_named(runs: &[Option<Vec<(String, u64)>>]) -> Option<Vec<(String, f64)>> {
+    let have: Vec<&Vec<(String, u64)>> = runs.iter().flatten().collect();
+    let first = have.first()?;
+    Some(
+        first
+            .iter()
+            .enumerate()
+            .map(|(i, (name, _))| {
+                let sum: u64 = have.iter().filter_map(|t| t.get(i)).map(|x| x.1).sum();
+                (name.clone(), sum as f64 / have.len() as f64)
+            })
+            .collect(),
+    )
 }
 
 impl VmValidation {
@@ -300,6 +324,10 @@ impl VmValidation {
                        "costs": self.costs.iter().map(|(k, n)| (k.clone(), serde_json::json!(n))).collect::<serde_json::Map<_, _>>() },
             "guest_cost_file": self.cost_file,
             "rows": nv::rows_json(&self.rows, "guest"),
+            "schedstat": {
+                "guest": mean_named(&self.schedstat.0).map(|v| v.into_iter().collect::<std::collections::BTreeMap<_, _>>()),
+                "model": mean_named(&self.schedstat.1).map(|v| v.into_iter().collect::<std::collections::BTreeMap<_, _>>()),
+            },
         })
     }
 
@@ -309,6 +337,26 @@ impl VmValidation {
         let mut s = self.render(workload);
         s += &nv::check_line("guest");
         s.push('\n');
+        s += &self.render_schedstat();
+        s
+    }
+
+    /// The system-wide `/proc/schedstat` counters, mean per run, guest beside model; empty when
+    /// the guest's were not decoded. The guest's count every task of the guest (its kernel
+    /// threads and the agent included), the model's the workload's tasks.
+    pub fn render_schedstat(&self) -> String {
+        let (Some(g), Some(m)) = (mean_named(&self.schedstat.0), mean_named(&self.schedstat.1)) else {
+            return String::new();
+        };
+        let fmt = |v: f64| if v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v:.1}") };
+        let mut s = String::from(
+            "\n/proc/schedstat, mean per run (guest: every task of the guest, its kernel threads and the agent \
+             included; model: the workload's tasks)\n",
+        );
+        s += &format!("{:<18} {:>10} {:>10}\n", "counter", "guest", "model");
+        for ((name, gv), (_, mv)) in g.iter().zip(&m) {
+            s += &format!("{name:<18} {:>10} {:>10}\n", fmt(*gv), fmt(*mv));
+        }
         s
     }
 
