@@ -69,7 +69,7 @@ pub struct VmValidation {
     pub runner: String,
     /// The system-wide `/proc/schedstat` delta of each guest run (`None` where the guest had no
     /// decodable schedstats) and the model's totals of each seed, as named counters.
-    pub schedstat: (Vec<Option<Vec<(String, u64)>>>, Vec<Option<Vec<(String, u64)>>>),
+    pub schedstat: (Vec<Option<Named>>, Vec<Option<Named>>),
 }
 
 /// The model's run-length bound beside a guest: `validate`'s 10 s, or, for a workload sized by
@@ -174,7 +174,7 @@ pub fn validate(
     let (mut release, mut preempt_file, mut cost_file) = (String::new(), None, Vec::new());
     let mut runner = String::new();
     let mut guest_elapsed: Vec<u64> = Vec::new();
-    let mut guest_ss: Vec<Option<Vec<(String, u64)>>> = Vec::new();
+    let mut guest_ss: Vec<Option<Named>> = Vec::new();
     for i in 0..req.runs {
         let plan = GuestPlan {
             settings: v.settings.clone(),
@@ -297,9 +297,12 @@ pub fn validate(
     })
 }
 
+/// Schedstat counters by name, in [`sim::schedstat::Totals::named`]'s order.
+type Named = Vec<(String, u64)>;
+
 /// The mean per run of each named counter over the runs that have them (`None` when none has).
-fn mean_named(runs: &[Option<Vec<(String, u64)>>]) -> Option<Vec<(String, f64)>> {
-    let have: Vec<&Vec<(String, u64)>> = runs.iter().flatten().collect();
+fn mean_named(runs: &[Option<Named>]) -> Option<Vec<(String, f64)>> {
+    let have: Vec<&Named> = runs.iter().flatten().collect();
     let first = have.first()?;
     Some(
         first
