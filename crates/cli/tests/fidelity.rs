@@ -23,6 +23,18 @@ fn subset_json_counts_and_determinism() {
     assert!(n("/defaults/in_range") <= n("/defaults/cells"));
     assert!(n("/defaults/within_1_5x") <= n("/defaults/cells"));
     assert_eq!(n("/effects/scored") as usize, v["effects"]["list"].as_array().unwrap().len());
+    // The cells split by source add up; the system-wide schedstat rows are scored from the
+    // model's own counters (5 rows per case: 3 workloads x 2 modes here).
+    let by = &v["defaults"]["by_source"];
+    let cells = |s: &str| by[s]["cells"].as_u64().unwrap_or_else(|| panic!("{s} missing: {by}"));
+    assert_eq!(cells("tasks' counters") + cells("system-wide schedstat"), n("/defaults/cells"));
+    assert_eq!(cells("system-wide schedstat"), 5 * 3 * 2, "{by}");
+    let pp_passes = v["defaults"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["case"]["workload"] == "pp" && c["case"]["mode"] == "n" && c["metric"] == "ss_lb_count");
+    assert!(pp_passes.unwrap()["model"].as_f64().unwrap() > 0.0, "the idle ticks balance: {pp_passes:?}");
     // Only the selected kernel and workloads were run.
     for e in v["defaults"]["list"].as_array().unwrap() {
         assert_eq!(e["case"]["kernel"], "6.12.117");
