@@ -365,8 +365,8 @@ fn write_text(
         idle.count,
         newidle.count,
         t.lb_gained(),
-        busy.hot_gained + idle.hot_gained + newidle.hot_gained,
-        busy.failed + idle.failed + newidle.failed,
+        t.lb_hot_gained(),
+        t.lb_failed(),
         t.alb_pushed
     )?;
     Ok(())

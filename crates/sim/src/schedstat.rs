@@ -37,9 +37,9 @@ pub struct LbCounters {
     pub count: u64,
     pub balanced: u64,
     pub failed: u64,
-    /// `lb_imbalance_load`, `_util`, `_task`, `_misfit` (v17; v16 sums them in one field).
-    /// The LLC migration type of CONFIG_SCHED_CACHE counts as `task`, as in 7.3.4's
-    /// `update_lb_imbalance_stat()`, which has no case for it (its default adds nothing).
+    /// `lb_imbalance_load`, `_util`, `_task`, `_misfit` (v17; v16 sums them in one field). The
+    /// LLC migration type of CONFIG_SCHED_CACHE adds to none: 7.3.4's
+    /// `update_lb_imbalance_stat()` breaks on `migrate_llc_task`.
     pub imbalance: [u64; 4],
     pub gained: u64,
     pub hot_gained: u64,
@@ -139,8 +139,8 @@ impl Totals {
             ("lb_count_busy", busy.count),
             ("lb_count_idle", idle.count),
             ("lb_count_newidle", newidle.count),
-            ("lb_gained", busy.gained + idle.gained + newidle.gained),
-            ("lb_failed", busy.failed + idle.failed + newidle.failed),
+            ("lb_gained", self.lb_gained()),
+            ("lb_failed", self.lb_failed()),
             ("alb_pushed", self.alb_pushed),
         ]
     }
@@ -153,6 +153,16 @@ impl Totals {
     /// Tasks moved by balancing, passes and active balance alike.
     pub fn lb_gained(&self) -> u64 {
         self.balance.iter().map(|b| b.gained).sum()
+    }
+
+    /// Passes that found an imbalance and moved nothing.
+    pub fn lb_failed(&self) -> u64 {
+        self.balance.iter().map(|b| b.failed).sum()
+    }
+
+    /// Cache-hot tasks moved because balancing had failed often enough.
+    pub fn lb_hot_gained(&self) -> u64 {
+        self.balance.iter().map(|b| b.hot_gained).sum()
     }
 }
 

@@ -37,7 +37,7 @@ impl Sim {
             // tick runs sched_tick() on the idle CPU, whose SCHED_SOFTIRQ balances it as
             // CPU_IDLE, and then the loop stops the tick until the CPU is busy again.
             rq.tick_armed = false;
-            self.sched_balance_trigger_idle(cpu);
+            self.sched_balance_trigger(cpu, true);
             self.nohz_balance_enter_idle(cpu);
             self.timer_interrupt(cpu);
             return;
@@ -62,7 +62,7 @@ impl Sim {
         }
         self.resched_request(cpu, req, Origin::Irq, Cause::Tick);
         // SCHED_SOFTIRQ at the end of the tick interrupt: periodic and NOHZ idle balancing.
-        self.sched_balance_trigger(cpu);
+        self.sched_balance_trigger(cpu, false);
         self.timer_interrupt(cpu);
         if let Some(p) = curr {
             // The queued task work (TWA_RESUME) runs on the way back to user mode; here at

@@ -405,9 +405,11 @@ impl Sim {
         }
     }
 
-    /// `sched_balance_trigger()` (fair.c v7.3.4) from a busy CPU's tick: SCHED_SOFTIRQ runs
-    /// `sched_balance_domains(CPU_NOT_IDLE)` when `next_balance` is due, then the NOHZ kick.
-    pub(super) fn sched_balance_trigger(&mut self, cpu: u32) {
+    /// `sched_balance_trigger()` (fair.c v7.3.4) from a tick: SCHED_SOFTIRQ runs
+    /// `sched_balance_domains()` (CPU_IDLE or CPU_NOT_IDLE as the runqueue is) when
+    /// `next_balance` is due, then the NOHZ kick, which returns at once on a CPU whose tick
+    /// found it idle (`idle_balance`: `sched_tick()`'s `rq->idle_balance = idle_cpu()`).
+    pub(super) fn sched_balance_trigger(&mut self, cpu: u32, idle_balance: bool) {
         if self.domains.of(cpu).is_empty() {
             return;
         }
@@ -416,19 +418,9 @@ impl Sim {
             let idle = if self.lb_idle_cpu(cpu) { IdleType::Idle } else { IdleType::NotIdle };
             self.sched_balance_domains(cpu, idle);
         }
-        self.nohz_balancer_kick(cpu);
-    }
-
-    /// `sched_balance_trigger()` from a tick on an idle CPU (fair.c v7.3.4): `sched_tick()`
-    /// set `rq->idle_balance`, so `nohz_balancer_kick()` returns at once and only the CPU's own
-    /// domains are balanced, as CPU_IDLE, when its `next_balance` is due.
-    pub(super) fn sched_balance_trigger_idle(&mut self, cpu: u32) {
-        if self.domains.of(cpu).is_empty() || self.jiffies() < self.lb.cpus[cpu as usize].next_balance {
-            return;
+        if !idle_balance {
+            self.nohz_balancer_kick(cpu);
         }
-        self.update_blocked_averages(cpu);
-        let idle = if self.lb_idle_cpu(cpu) { IdleType::Idle } else { IdleType::NotIdle };
-        self.sched_balance_domains(cpu, idle);
     }
 
     /// `sched_balance_domains()` (fair.c v7.3.4): balance each domain whose interval is due,
