@@ -199,9 +199,9 @@ pub struct BenchArgs {
     /// Only run cases whose name (for the scaling series: "scaling SERIES SIZE") contains this.
     #[arg(long)]
     pub only: Option<String>,
-    /// Also run the scaling series (tasks 10..10,000 on smp:4, 10 simulated s; 2..512 CPUs with 1000 tasks;
-    /// 1..100 simulated s) and print each case's CPU time per event as a ratio to the smallest
-    /// of its series, with the process's peak RSS per case.
+    /// Also run the scaling series (tasks 10..10,000 on smp:4, 10 simulated s each; 2..512
+    /// CPUs with 1000 tasks; 1..100 simulated s) and print each case's CPU time per event as a
+    /// ratio to the smallest of its series, with the process's peak RSS per case.
     #[arg(long)]
     pub scaling: bool,
     /// Also run an installed scxsim (sched-ext/scx `simulator.v3`, `rust/scx_simulator`) and
