@@ -32,13 +32,22 @@ impl GuestRun {
     pub fn from_json(v: &Value) -> Result<GuestRun, String> {
         let c = &v["counters"];
         let u = |x: &Value, k: &str| x[k].as_u64().ok_or_else(|| format!("no {k} in the guest's JSON"));
+        let switches = u(c, "nr_switches")?;
+        // `native.ops` is null for a benchmark that defines no operation count of its own
+        // (lat_ctx, netperf, stress-ng, ...): `schedlab native` and `validate` count those per
+        // context switch (`"op": "switch"`), and so does the per-op table here.
+        let native = &v["native"];
+        let ops = match native.get("ops") {
+            Some(Value::Null) if native["op"].as_str() == Some("switch") => switches,
+            _ => u(native, "ops")?,
+        };
         Ok(GuestRun {
             index: 0,
             json: v.clone(),
             schedstat: None,
-            ops: u(&v["native"], "ops")?,
-            op: v["native"]["op"].as_str().unwrap_or("op").to_string(),
-            switches: u(c, "nr_switches")?,
+            ops,
+            op: native["op"].as_str().unwrap_or("op").to_string(),
+            switches,
             involuntary: u(c, "nr_involuntary_switches")?,
             wakeups: c["nr_wakeups"].as_u64(),
             migrations: u(c, "nr_migrations")?,
@@ -384,6 +393,26 @@ mod tests {
         assert_eq!(r.per_op(r.switches), 2.0);
         assert_eq!(r.schedstat, Some((vec!["version 16".to_string()], vec!["version 16".to_string()])));
         assert_eq!(c.runs[1].as_ref().unwrap_err(), "schedlab native exited 2 in the guest: bad flag");
+    }
+
+    /// lat_ctx's JSON has no operation count (`"ops": null, "op": "switch"`): its runs are
+    /// counted per switch, as `schedlab native` counts them; a JSON without `ops` at all is
+    /// still refused.
+    #[test]
+    fn a_benchmark_without_ops_is_counted_per_switch() {
+        let v: Value = serde_json::from_str(
+            r#"{"counters":{"nr_switches":40,"nr_involuntary_switches":4,"nr_wakeups":38,"nr_migrations":1},"native":{"ops":null,"op":"switch"},"metric":{"name":"usecs_per_switch","value":12.5}}"#,
+        )
+        .unwrap();
+        let r = GuestRun::from_json(&v).unwrap();
+        assert_eq!((r.ops, r.op.as_str()), (40, "switch"));
+        assert_eq!(r.per_op(r.wakeups.unwrap()), 0.95);
+        let mut bad = v.clone();
+        bad["native"].as_object_mut().unwrap().remove("ops");
+        assert_eq!(GuestRun::from_json(&bad).unwrap_err(), "no ops in the guest's JSON");
+        bad["native"]["ops"] = Value::Null;
+        bad["native"]["op"] = Value::from("message");
+        assert_eq!(GuestRun::from_json(&bad).unwrap_err(), "no ops in the guest's JSON");
     }
 
     #[test]
