@@ -158,6 +158,9 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mount -t tmpfs tmpfs /tmp
 mount -t debugfs debugfs /sys/kernel/debug
+# The loopback interface: netperf's and pgbench's connections go over 127.0.0.1, and no
+# init brings it up here.
+ip link set lo up
 M={mark}
 D={debugfs}
 F=$D/features
