@@ -186,7 +186,11 @@ fn compare_validate_and_a_user_image_on_a_real_kernel() {
         let r = run_json(tmp.path(), &args);
         if !session {
             let run = &r["variants"][0]["runs"][0];
-            assert_eq!((run["op"].as_str(), run["ops"].as_u64()), (Some("switch"), run["nr_switches"].as_u64()), "{run}");
+            assert_eq!(
+                (run["op"].as_str(), run["ops"].as_u64()),
+                (Some("switch"), run["nr_switches"].as_u64()),
+                "{run}"
+            );
             assert!(run["metric"]["value"].as_f64().unwrap() > 0.0, "{run}");
         }
         let groups = r["variants"][0]["task_groups"].as_array().unwrap().clone();
@@ -276,6 +280,29 @@ fn what_a_guest_cannot_express_fails_before_any_boot() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(err.contains(named), "{err}");
+    }
+    // A workload the guest's `schedlab native` would refuse is refused on the host, before a
+    // boot (it was the guest agent's exit 2 after one, reported as an internal error).
+    for args in [
+        &[
+            "compare",
+            "--vm",
+            "/nonexistent/bzImage",
+            "--base",
+            "default",
+            "--variant",
+            "NEXT_BUDDY",
+            "pgbench",
+            "-c",
+            "2",
+        ][..],
+        &["vm", "run", "--bzimage", "/nonexistent/bzImage", "perf", "bench", "sched", "messaging"][..],
+    ] {
+        let out = schedlab(tmp.path()).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("pgbench: (no -S)") || err.contains("unknown benchmark `perf`"), "{err}");
     }
     // Task groups are the model's workload options: refused with --vm, not ignored.
     let out = schedlab(tmp.path())

@@ -398,6 +398,7 @@ pub fn compare(
     if req.workload.is_empty() {
         return Err(VmError::Usage("no workload given (e.g. `hackbench -p -g 1 -l 200`)".into()));
     }
+    crate::session::check_workload(&req.workload, &req.session.topology)?;
     // Every SPEC is checked before anything boots.
     let all = variants(req)?;
     let done = boot_rounds(req, &all, &Boots { store, only: &|_| true, cancel: None }, note)?;

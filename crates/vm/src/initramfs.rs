@@ -15,8 +15,10 @@ use crate::VmError;
 use crate::cpio::CpioWriter;
 
 /// busybox applets the guest script uses.
-const APPLETS: &[&str] =
-    &["sh", "mount", "cat", "echo", "grep", "tr", "sed", "uname", "poweroff", "sleep", "ls", "dmesg", "gzip", "base64", "ip"];
+const APPLETS: &[&str] = &[
+    "sh", "mount", "cat", "echo", "grep", "tr", "sed", "uname", "poweroff", "sleep", "ls", "dmesg", "gzip", "base64",
+    "ip",
+];
 
 /// Host tools `schedlab native` drives when installed (crates/native/src/tools.rs), put in the
 /// guest at the same path. Only rt-tests `hackbench` in this slice.

@@ -86,6 +86,7 @@ pub fn run(opts: &VmOptions, note: &(dyn Fn(&str) + Sync)) -> Result<VmReport, V
     if opts.workload.is_empty() {
         return Err(VmError::Usage("no workload given (e.g. `hackbench -p -g 1 -l 20`)".into()));
     }
+    crate::session::check_workload(&opts.workload, &opts.session.topology)?;
     let mut session = Session::new(&opts.session, note)?;
     let mut out = VmReport {
         kernel: session.kernel.clone(),

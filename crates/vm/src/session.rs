@@ -21,6 +21,15 @@ use crate::topology::GuestTopology;
 /// the clocksource, as in the ground truth's guests.
 pub const APPEND: &str = "console=ttyS0 loglevel=4 panic=-1 oops=panic schedstats=enable tsc=reliable";
 
+/// The workload as `schedlab native` parses it in the guest, checked on the host first: a bad
+/// flag is a one-line usage error before anything boots, not the guest agent's exit 2 after a
+/// boot of seconds to minutes.
+pub fn check_workload(workload: &[String], topology: &GuestTopology) -> Result<(), VmError> {
+    workload::bench::parse_benchmark_on(workload, topology.nr_cpus())
+        .map(|_| ())
+        .map_err(|e| VmError::Usage(e.to_string()))
+}
+
 /// What a session boots and how.
 pub struct SessionOptions {
     pub kernel: KernelSource,

@@ -89,10 +89,12 @@ pub fn sweep(
     let mut checked = Vec::new();
     for t in &plan.vm {
         let req = request(t, opts)?;
-        let all = variants(&req).map_err(|e| match e {
+        let in_table = |e| match e {
             VmError::Usage(m) => VmError::Usage(format!("[[vm]] `{}`: {m}", t.name)),
             e => e,
-        })?;
+        };
+        crate::session::check_workload(&req.workload, &req.session.topology).map_err(in_table)?;
+        let all = variants(&req).map_err(in_table)?;
         checked.push((req, all));
     }
     let mut report = VmSweepReport { planned: plan.total_count() - plan.run_count(), ..VmSweepReport::default() };
