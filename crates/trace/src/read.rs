@@ -254,6 +254,15 @@ impl<R: BufRead> Iterator for FtraceTextReader<R> {
                 }
             }
             self.line += 1;
+            // ftrace text never holds a NUL byte; a Perfetto protobuf (what `--trace
+            // FILE.pftrace` writes) or other binary data does.
+            if self.buf.contains(&0) {
+                self.done = true;
+                let message = "binary data, not ftrace text (a Perfetto trace? this reads the text form: \
+                               `--trace FILE.txt`, or the kernel's tracing/trace file)"
+                    .to_string();
+                return Some(Err(ParseError::Line { line: self.line, message }));
+            }
             let text = String::from_utf8_lossy(&self.buf);
             let text = text.trim_end_matches(['\n', '\r']);
             let line = self.line;
@@ -377,7 +386,9 @@ fn is_skipped(line: &str) -> bool {
 }
 
 fn excerpt(s: &str) -> String {
-    let mut e: String = s.chars().take(80).collect();
+    // Control characters escaped, so that the message stays one line of text.
+    let mut e: String =
+        s.chars().take(80).flat_map(|c| if c.is_control() { c.escape_default().collect() } else { vec![c] }).collect();
     if e.len() < s.len() {
         e.push_str("...");
     }
@@ -681,6 +692,16 @@ mod tests {
     fn one(line: &str) -> Record {
         let mut r = read_ftrace_text(line.as_bytes());
         r.next().expect("a record").expect("parses")
+    }
+
+    #[test]
+    fn binary_input_is_named_as_such_in_one_line() {
+        let mut bytes = b"\n".to_vec();
+        bytes.extend([0x12, 0x00, 0x08, 0x96, 0x01, b'\n']);
+        let e = read_ftrace_text(&bytes[..]).next().unwrap().unwrap_err();
+        assert!(e.to_string().starts_with("line 2: binary data, not ftrace text"), "{e}");
+        let e = read_ftrace_text(&b"bad\x07line\twith tab\n"[..]).next().unwrap().unwrap_err();
+        assert_eq!(e.to_string(), "line 1: not an ftrace event line: `bad\\u{7}line\\twith tab`");
     }
 
     #[test]
