@@ -173,6 +173,12 @@ mod tests {
             Err(VmError::Usage(m)) => assert!(m.starts_with("[[vm]] `mine`: --topology arm64-128"), "{m}"),
             other => panic!("{:?}", other.map(|r| r.stored)),
         }
+        // A workload the guest's `schedlab native` would refuse after a boot.
+        let p = plan(&TWO_TABLES.replace("pipe --classic -l 500", "pgbench -c 2"));
+        match sweep(&p, &store, None, &opts, &AtomicBool::new(false), &|_| {}) {
+            Err(VmError::Usage(m)) => assert!(m.starts_with("[[vm]] `mine`: pgbench: (no -S)"), "{m}"),
+            other => panic!("{:?}", other.map(|r| r.stored)),
+        }
         assert_eq!(store.count().unwrap(), 0);
     }
 
