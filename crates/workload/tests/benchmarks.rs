@@ -597,6 +597,32 @@ fn lat_ctx_model() {
     parse("lat_ctx 2 -s 0");
 }
 
+/// With one ring, lmbench's parent asks for the results as soon as the ring reports its
+/// repetitions done, so the ring passes the token for its warm trip and `-N` timed repetitions
+/// only (what the built-in native worker does too); with `-P` > 1 a finished ring keeps
+/// passing it while the others finish.
+#[test]
+fn lat_ctx_one_ring_stops_after_its_repetitions() {
+    let passes = |cmd: &str, ring: std::ops::Range<usize>| {
+        let w = parse(cmd);
+        let r = simulate(&w, 2, 60_000_000_000);
+        assert_eq!(r.stop, StopReason::AllExited, "{cmd}");
+        r.tasks[ring].iter().map(|t| t.stats.nr_wakeups).sum::<u64>()
+    };
+    // Task 0 is the main, 1 the overhead process, 2-3 the ring (leader, member): 834
+    // iterations of 2 hops, 11 repetitions, plus the warm trip (less the first hop to a member
+    // that has not run yet, and so is not asleep to be woken).
+    let near = |got: u64, want: u64| got.abs_diff(want) <= 2;
+    let one = passes("lat_ctx -s 0 2", 2..4);
+    assert!(near(one, 2 * (11 * 834 + 1)), "{one}");
+    // Two rings of 2 (repetitions of about a second each; -N 1 keeps the run short): their
+    // 2 x 2 cooldown repetitions on top.
+    let k = 1_000_000_000u64.div_ceil(2 * 3_000);
+    let two = passes("lat_ctx -P 2 -N 1 -s 0 2", 2..6);
+    // (A ring's first and last hops wake a task only if it is asleep by then: a few either way.)
+    assert!(two.abs_diff(2 * 2 * (k + 1 + 2 * k)) <= 8, "{two}");
+}
+
 #[test]
 fn lat_ctx_rejects() {
     assert!(err("lat_ctx -s 0").contains("Usage: lat_ctx"));

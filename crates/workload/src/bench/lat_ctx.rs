@@ -17,9 +17,12 @@
 //!   children's samples before taking the median).
 //! * k is sized so a repetition lasts about lmbench's `enough` (5 ms; 1 s — `SHORT` — with
 //!   `-P` > 1) from an a-priori estimate of [`HOP_NS`] per token hop; `-W` adds untimed
-//!   iterations for that many µs; after its repetitions a ring keeps running two more
-//!   repetitions' worth of untimed trips, so the load stays on while other rings finish
-//!   (lmbench's cooldown state).
+//!   iterations for that many µs. With `-P` > 1, after its repetitions a ring keeps running
+//!   two more repetitions' worth of untimed trips, so the load stays on while other rings
+//!   finish (lmbench's cooldown state, which lasts until `benchmp_parent()` has every ring's
+//!   "done" and asks for the results) **\[estimate of its length\]**; with one ring the parent
+//!   asks at once and the ring stops after its repetitions, as the built-in native worker's
+//!   does.
 //! * `bread` of `-s` KiB costs [`BREAD_NS_PER_KIB`] per KiB of CPU time; the cache refill after
 //!   a switch is the engine's migration/cache model, not part of this program.
 //! * Metric: `usecs_per_switch` of the first process count.
@@ -52,6 +55,7 @@ pub const HOP_NS: u64 = 3_000;
 pub const BREAD_NS_PER_KIB: u64 = 32;
 const ENOUGH_NS: u64 = 5_000_000;
 const SHORT_NS: u64 = 1_000_000_000;
+/// Cooldown repetitions of a ring when other rings of its phase may still be timing (`-P` > 1).
 const COOLDOWN_REPS: u64 = 2;
 
 /// lat_ctx flags.
@@ -191,7 +195,8 @@ fn build(l: &LatCtx) -> (Vec<sim::program::TaskSpec>, Vec<ObjectSpec>) {
     for (j, &n) in l.procs.iter().enumerate() {
         let k = l.iterations(n);
         let warm = l.warmup_us * 1_000 / l.iteration_estimate_ns(n).max(1);
-        let trips = 1 + warm + reps * k + COOLDOWN_REPS * k;
+        let cooldown = if l.parallel > 1 { COOLDOWN_REPS * k } else { 0 };
+        let trips = 1 + warm + reps * k + cooldown;
         let hist = HIST_RING + j as u16;
         let mut leaders = Vec::new();
         for _ in 0..l.parallel {
@@ -216,7 +221,7 @@ fn build(l: &LatCtx) -> (Vec<sim::program::TaskSpec>, Vec<ObjectSpec>) {
                 p.repeat(k, &trip);
                 p.op(Op::LatEnd { slot: 0, hist });
             });
-            p.repeat(COOLDOWN_REPS * k, &trip);
+            p.repeat(cooldown, &trip);
             p.op(Op::WaitChildren);
             tasks.push(p.task("lat_ctx", mm, true));
             mm += 1;
