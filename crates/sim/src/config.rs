@@ -434,7 +434,7 @@ impl SchedConfig {
             .map(PreemptModel::name)
             .collect();
         Err(format!(
-            "{} does not offer preempt={} on x86-64 (it has: {})",
+            "{} does not offer preempt={} (it has: {}; since 7.0 an architecture with lazy preemption, x86-64 and arm64 among them, builds neither none nor voluntary)",
             self.kernel,
             self.preempt.name(),
             have.join(", ")
