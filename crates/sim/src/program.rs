@@ -31,6 +31,11 @@ pub enum Op {
     /// the ground truth's `hogs.c` does through the vDSO, no system call). The deadline is
     /// kept in timer `slot` (cleared on the way out, so the loop can run again).
     LoopUntil { target: u32, slot: u16, ns: u64 },
+    /// Jump back to `target` while object `obj` has nothing to read, then fall through: a
+    /// `select()` with a zero timeout between a loop's passes, as lmbench's `benchmp` children
+    /// poll their control pipes between iterations (`benchmp_interval()`, lib_timing.c).
+    /// Takes no time of its own; nothing is read.
+    LoopWhileEmpty { target: u32, obj: u32 },
     /// Exit the task.
     Exit,
 
@@ -158,6 +163,9 @@ impl TaskSpec {
                 }
                 // The body must hold an instruction: an empty one would spin without time passing.
                 Op::LoopUntil { target, slot, .. } if (target as usize >= i || slot >= self.nr_timers) => {
+                    return Err(format!("task `{}`: bad loop at op {i}", self.comm));
+                }
+                Op::LoopWhileEmpty { target, .. } if target as usize >= i => {
                     return Err(format!("task `{}`: bad loop at op {i}", self.comm));
                 }
                 Op::Timer { slot, period_ns, .. } if (slot >= self.nr_timers || period_ns == 0) => {

@@ -219,6 +219,12 @@ impl Sim {
                 }
                 Step::Next
             }
+            Op::LoopWhileEmpty { target, obj } => {
+                if !self.ipc.readable(obj) {
+                    task.pc = target;
+                }
+                Step::Next
+            }
             Op::Exit => Step::Kernel { remaining: syscall, then: AfterKernel::Exit },
             _ => unreachable!("handled above"),
         };

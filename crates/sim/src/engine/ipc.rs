@@ -67,6 +67,13 @@ pub(super) struct IpcState {
     params: IpcParams,
 }
 
+impl IpcState {
+    /// Whether object `obj` has something to read (`EPOLLIN`), for a zero-timeout poll.
+    pub(super) fn readable(&self, obj: u32) -> bool {
+        self.objects[obj as usize].readable()
+    }
+}
+
 /// Which stretch of the call is running.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum Phase {

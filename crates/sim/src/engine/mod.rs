@@ -459,7 +459,11 @@ impl Sim {
         let nobj = self.objects.len() as u32;
         for op in &spec.ops {
             let bad = match *op {
-                Op::Write { obj, .. } | Op::Read { obj, .. } | Op::FutexWait { obj } | Op::FutexWake { obj, .. } => {
+                Op::Write { obj, .. }
+                | Op::Read { obj, .. }
+                | Op::FutexWait { obj }
+                | Op::FutexWake { obj, .. }
+                | Op::LoopWhileEmpty { obj, .. } => {
                     (obj >= nobj).then(|| format!("object {obj} (the workload has {nobj})"))
                 }
                 Op::Poll { set } | Op::EpollWait { set } => {

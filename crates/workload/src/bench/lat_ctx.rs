@@ -15,21 +15,24 @@
 //!   histogram; the result is lmbench's: median per-iteration time / N − overhead, printed
 //!   only when positive. All P rings of a phase feed one histogram (lmbench merges the
 //!   children's samples before taking the median).
+//! * Each phase is one `benchmp()` call with its control pipes: every child (ring leader)
+//!   writes "ready" and runs untimed trips until the parent's "start" (which the parent sends
+//!   once every child is ready, `-W` µs later), times its repetitions, writes "done", and runs
+//!   untimed trips until the parent, holding every child's "done", asks for the results (the
+//!   cooldown: other rings may still be timing); between trips a child polls its control pipe
+//!   with a zero timeout (`Op::LoopWhileEmpty`), as `benchmp_interval()` does with `select()`.
+//!   The leader then tells its members to stop (the parent kills them in lmbench) and passes
+//!   the token once more so that each sees it.
 //! * k is sized so a repetition lasts about lmbench's `enough` (5 ms; 1 s — `SHORT` — with
-//!   `-P` > 1) from an a-priori estimate of [`HOP_NS`] per token hop; `-W` adds untimed
-//!   iterations for that many µs. With `-P` > 1, after its repetitions a ring keeps running
-//!   two more repetitions' worth of untimed trips, so the load stays on while other rings
-//!   finish (lmbench's cooldown state, which lasts until `benchmp_parent()` has every ring's
-//!   "done" and asks for the results) **\[estimate of its length\]**; with one ring the parent
-//!   asks at once and the ring stops after its repetitions, as the built-in native worker's
-//!   does.
+//!   `-P` > 1) from an a-priori estimate of [`HOP_NS`] per token hop.
 //! * `bread` of `-s` KiB costs [`BREAD_NS_PER_KIB`] per KiB of CPU time; the cache refill after
 //!   a switch is the engine's migration/cache model, not part of this program.
 //! * Metric: `usecs_per_switch` of the first process count.
 //!
 //! Approximations: the overhead phase uses one pipe, not N_max of them; the baseline
-//! single-copy run that `benchmp` performs before a `-P` run is skipped; rings exit after a
-//! fixed number of trips instead of being killed.
+//! single-copy run that `benchmp` performs before a `-P` run is skipped; k comes from the
+//! estimate, not from `benchmp`'s timing of its own first intervals; ring members stop at a
+//! byte in a pipe instead of a signal.
 
 use sim::ipc::ObjectSpec;
 use sim::program::Op;
@@ -55,8 +58,6 @@ pub const HOP_NS: u64 = 3_000;
 pub const BREAD_NS_PER_KIB: u64 = 32;
 const ENOUGH_NS: u64 = 5_000_000;
 const SHORT_NS: u64 = 1_000_000_000;
-/// Cooldown repetitions of a ring when other rings of its phase may still be timing (`-P` > 1).
-const COOLDOWN_REPS: u64 = 2;
 
 /// lat_ctx flags.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -160,6 +161,55 @@ pub(crate) fn parse(argv: &[String]) -> Result<Built, WorkloadError> {
     })
 }
 
+/// One `benchmp()` call's control pipes (lib_timing.c): the children's "ready" and "done"
+/// bytes to the parent, its "start" and "results" bytes to them.
+struct Ctl {
+    ready: u32,
+    start: u32,
+    done: u32,
+    results: u32,
+}
+
+impl Ctl {
+    fn new(objects: &mut Vec<ObjectSpec>) -> Ctl {
+        let mut pipe = || {
+            objects.push(ObjectSpec::Pipe { slots: super::hackbench::PIPE_SLOTS });
+            objects.len() as u32 - 1
+        };
+        Ctl { ready: pipe(), start: pipe(), done: pipe(), results: pipe() }
+    }
+}
+
+/// A `benchmp_child()` after its `initialize`, as `benchmp_interval()` steps it: "ready", then
+/// untimed iterations until the parent's start byte (the warm-up state), `reps` timed
+/// repetitions of `k` iterations (each a sample of histogram `hist`), "done", then untimed
+/// iterations until the parent asks for the results (the cooldown state: other children may
+/// still be timing). Between iterations the child polls its control pipe with a zero timeout.
+fn benchmp_child(p: &mut Prog, ctl: &Ctl, reps: u64, k: u64, hist: u16, iteration: &dyn Fn(&mut Prog)) {
+    p.op(Op::Write { obj: ctl.ready, bytes: 1 });
+    p.while_empty(ctl.start, iteration);
+    p.repeat(reps, &|p| {
+        p.op(Op::LatStart { slot: 0 });
+        p.repeat(k, iteration);
+        p.op(Op::LatEnd { slot: 0, hist });
+    });
+    p.op(Op::Write { obj: ctl.done, bytes: 1 });
+    p.while_empty(ctl.results, iteration);
+}
+
+/// `benchmp_parent()`: every child's "ready", `-W` µs of warm-up, "start" to all, every
+/// child's "done", then the results asked for (and the children reaped).
+fn benchmp_parent(main: &mut Prog, ctl: &Ctl, children: u32, warmup_us: u64) {
+    main.op(Op::Read { obj: ctl.ready, bytes: children, exact: true });
+    if warmup_us > 0 {
+        main.op(Op::Sleep { ns: warmup_us * 1_000 });
+    }
+    main.op(Op::Write { obj: ctl.start, bytes: children });
+    main.op(Op::Read { obj: ctl.done, bytes: children, exact: true });
+    main.op(Op::Write { obj: ctl.results, bytes: children });
+    main.op(Op::WaitChildren);
+}
+
 fn build(l: &LatCtx) -> (Vec<sim::program::TaskSpec>, Vec<ObjectSpec>) {
     let mut objects = Vec::new();
     let mut tasks = Vec::new();
@@ -169,43 +219,39 @@ fn build(l: &LatCtx) -> (Vec<sim::program::TaskSpec>, Vec<ObjectSpec>) {
 
     // Reserve task 0 (main); it is filled in last, once the phase specs are known.
     tasks.push(Prog::new().task("lat_ctx", 0, false));
-    let mut phases: Vec<Vec<u32>> = Vec::new();
+    let mut main = Prog::new();
     let mut mm = 1u32;
 
     // Overhead phase: one process, its own pipe.
+    let ctl = Ctl::new(&mut objects);
     let ovr_pipe = objects.len() as u32;
     objects.push(pipe());
-    let k = l.iterations(1);
-    let warm = l.warmup_us * 1_000 / l.iteration_estimate_ns(1).max(1);
     let one = |p: &mut Prog| {
         p.op(Op::Write { obj: ovr_pipe, bytes: 4 }).op(Op::Read { obj: ovr_pipe, bytes: 4, exact: true });
         p.run(bread);
     };
     let mut p = Prog::new();
-    p.repeat(warm, &one);
-    p.repeat(reps, &|p| {
-        p.op(Op::LatStart { slot: 0 });
-        p.repeat(k, &one);
-        p.op(Op::LatEnd { slot: 0, hist: HIST_OVERHEAD });
-    });
-    phases.push(vec![tasks.len() as u32]);
+    benchmp_child(&mut p, &ctl, reps, l.iterations(1), HIST_OVERHEAD, &one);
+    main.op(Op::Spawn { spec: tasks.len() as u32 });
     tasks.push(p.task("lat_ctx", mm, true));
     mm += 1;
+    benchmp_parent(&mut main, &ctl, 1, l.warmup_us);
 
     for (j, &n) in l.procs.iter().enumerate() {
         let k = l.iterations(n);
-        let warm = l.warmup_us * 1_000 / l.iteration_estimate_ns(n).max(1);
-        let cooldown = if l.parallel > 1 { COOLDOWN_REPS * k } else { 0 };
-        let trips = 1 + warm + reps * k + cooldown;
         let hist = HIST_RING + j as u16;
-        let mut leaders = Vec::new();
+        let ctl = Ctl::new(&mut objects);
         for _ in 0..l.parallel {
             let first = objects.len() as u32;
             objects.extend((0..n).map(|_| pipe()));
             let p_of = |i: u32| first + i;
+            // The ring's members stop when this pipe has data (lmbench's parent kills them).
+            let stop = objects.len() as u32;
+            objects.push(pipe());
             let leader_spec = tasks.len() as u32;
-            leaders.push(leader_spec);
-            // Leader: fork the members, one warm trip, warm-up, timed repetitions, cooldown.
+            main.op(Op::Spawn { spec: leader_spec });
+            // Leader: fork the members, one warm trip, the benchmp states, then the members
+            // told to stop and the token passed once more for them to see it.
             let trip = |p: &mut Prog| {
                 p.op(Op::Write { obj: p_of(0), bytes: 4 }).op(Op::Read { obj: p_of(n - 1), bytes: 4, exact: true });
                 p.run(bread);
@@ -215,37 +261,38 @@ fn build(l: &LatCtx) -> (Vec<sim::program::TaskSpec>, Vec<ObjectSpec>) {
                 p.op(Op::Spawn { spec: leader_spec + i });
             }
             p.op(Op::Write { obj: p_of(0), bytes: 4 }).op(Op::Read { obj: p_of(n - 1), bytes: 4, exact: true });
-            p.repeat(warm, &trip);
-            p.repeat(reps, &|p| {
-                p.op(Op::LatStart { slot: 0 });
-                p.repeat(k, &trip);
-                p.op(Op::LatEnd { slot: 0, hist });
-            });
-            p.repeat(cooldown, &trip);
+            benchmp_child(&mut p, &ctl, reps, k, hist, &trip);
+            if n > 1 {
+                p.op(Op::Write { obj: stop, bytes: n - 1 });
+                p.op(Op::Write { obj: p_of(0), bytes: 4 }).op(Op::Read { obj: p_of(n - 1), bytes: 4, exact: true });
+            }
             p.op(Op::WaitChildren);
             tasks.push(p.task("lat_ctx", mm, true));
             mm += 1;
             for i in 1..n {
-                let mut p = Prog::new();
-                p.repeat(trips, &|p| {
-                    p.op(Op::Read { obj: p_of(i - 1), bytes: 4, exact: true });
+                // Member i: read, sum, forward. It looks at the stop pipe right after each read:
+                // the leader writes it before the token of its last pass, so the member that
+                // reads that token sees it, forwards it and exits (looking after the forward
+                // instead could see the stop while the leader still waits for a token).
+                let read = || Op::Read { obj: p_of(i - 1), bytes: 4, exact: true };
+                let forward = |p: &mut Prog| {
                     p.run(bread);
                     p.op(Op::Write { obj: p_of(i), bytes: 4 });
+                };
+                let mut p = Prog::new();
+                p.op(read());
+                p.while_empty(stop, &|p| {
+                    forward(p);
+                    p.op(read());
                 });
+                forward(&mut p);
                 tasks.push(p.task("lat_ctx", mm, true));
                 mm += 1;
             }
         }
-        phases.push(leaders);
+        benchmp_parent(&mut main, &ctl, l.parallel, l.warmup_us);
     }
 
-    let mut main = Prog::new();
-    for phase in &phases {
-        for &spec in phase {
-            main.op(Op::Spawn { spec });
-        }
-        main.op(Op::WaitChildren);
-    }
     tasks[0] = main.task("lat_ctx", 0, false);
     (tasks, objects)
 }

@@ -70,6 +70,16 @@ impl Prog {
         self
     }
 
+    /// `body`, then again while object `obj` has nothing to read (a zero-timeout poll between
+    /// passes; at least one pass).
+    pub(crate) fn while_empty(&mut self, obj: u32, body: &dyn Fn(&mut Prog)) -> &mut Self {
+        let start = self.ops.len();
+        body(self);
+        assert!(self.ops.len() > start, "a polling loop needs a body");
+        self.ops.push(Op::LoopWhileEmpty { target: start as u32, obj });
+        self
+    }
+
     /// `body` forever.
     pub(crate) fn forever(&mut self, body: &dyn Fn(&mut Prog)) -> &mut Self {
         let start = self.ops.len();
