@@ -857,7 +857,13 @@ mod tests {
                 assert!(w.nr_switches >= 1, "{flags}: {w:?}");
             }
             assert_eq!(r.tasks.len(), if flags.contains("-T") { 3 } else { 2 }, "{flags}");
-            assert!(sum(&r, |t| t.nr_voluntary_switches) >= sum(&r, |t| t.nr_involuntary_switches), "{flags}");
+            // A blocking ping-pong sleeps in nearly every loop; the non-blocking one (-n) sleeps
+            // in epoll_wait() only when its partner's reply is not there yet, which on two free
+            // CPUs it often is, so on a busy machine it may be preempted more often than it
+            // sleeps (seen once in CI beside another job).
+            if !flags.contains("-n") {
+                assert!(sum(&r, |t| t.nr_voluntary_switches) >= sum(&r, |t| t.nr_involuntary_switches), "{flags}");
+            }
         }
     }
 
