@@ -478,6 +478,32 @@ fn loop_until_ends_by_the_clock_not_cpu_time() {
     assert_eq!(l.stats.nr_wakeups, 1, "{l:?}");
 }
 
+/// `LoopWhileEmpty` polls without reading: a poller repeats 10 µs of work until a writer that
+/// sleeps 1 ms has put a byte in the pipe, then leaves (about 100 passes, not one, not all of
+/// its time limit); an empty body is rejected as `LoopUntil`'s is.
+#[test]
+fn loop_while_empty_polls_until_the_object_has_data() {
+    use sim::ipc::ObjectSpec;
+    let poller = task("poller", 0, vec![Op::Run { ns: 10_000 }, Op::LoopWhileEmpty { target: 0, obj: 0 }, Op::Exit]);
+    let writer = task("writer", 0, vec![Op::Sleep { ns: 1_000_000 }, Op::Write { obj: 0, bytes: 1 }, Op::Exit]);
+    let setup = |tasks: Vec<TaskSpec>| SimSetup {
+        sched: SchedConfig::v7_3(),
+        topology: Topology::smp(2),
+        seed: 1,
+        limits: Limits { max_events: 1_000_000, max_time_ns: 1_000_000_000 },
+        tasks,
+        objects: vec![ObjectSpec::Pipe { slots: 16 }],
+        check_invariants: true,
+        groups: Vec::new(),
+    };
+    let r = Sim::new(setup(vec![poller.clone(), writer])).unwrap().run().unwrap();
+    assert_eq!(r.stop, StopReason::AllExited);
+    let p = r.tasks.iter().find(|t| t.comm == "poller").unwrap();
+    assert!((1_000_000..1_200_000).contains(&p.sum_exec_runtime_ns), "{p:?}");
+    let spin = task("spin", 0, vec![Op::LoopWhileEmpty { target: 0, obj: 0 }, Op::Exit]);
+    assert!(Sim::new(setup(vec![spin])).is_err());
+}
+
 /// A `LoopUntil` whose body is empty (it jumps to itself) would spin without simulated time
 /// passing: it is rejected when the simulation is built.
 #[test]

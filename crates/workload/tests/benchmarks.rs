@@ -614,6 +614,9 @@ fn lat_ctx_model() {
     let BenchParams::LatCtx(l) = &w.params else { panic!() };
     assert_eq!((l.size_kb, l.repetitions, l.warmup_us, l.procs.clone()), (16, 5, 100, vec![2, 8, 16]));
     assert!(w.tasks[1].ops.contains(&Op::Run { ns: 16 * 32 }));
+    // -W: the parent lets the ready children run untimed trips that long before its start byte.
+    assert!(w.tasks[0].ops.contains(&Op::Sleep { ns: 100_000 }));
+    assert!(!parse("lat_ctx -s 0 2").tasks[0].ops.iter().any(|op| matches!(op, Op::Sleep { .. })));
     // Operands may come before options (GNU getopt permutes).
     parse("lat_ctx 2 -s 0");
 }
