@@ -41,18 +41,24 @@ pub fn truesize(len: u32) -> u32 {
     kmalloc_size_roundup(linear.next_multiple_of(64) + SHINFO) + SK_BUFF + data_len
 }
 
-/// One queued skb: its payload, how much of it the reader has consumed, and its charge.
+/// A run of consecutive queued skbs of the same length (so the same charge): hackbench and
+/// the ping-pongs queue hundreds of equal sends, and one entry per run keeps the queue a few
+/// cache lines long instead of one entry per skb. `consumed` is what the reader has taken of
+/// the run's first skb; the others are untouched.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Skb {
+struct Run {
     len: u32,
     consumed: u32,
     truesize: u32,
+    count: u32,
 }
 
 /// A socket receive queue whose skbs are charged to the sender.
 #[derive(Clone, Debug, Default)]
 pub struct SkbQueue {
-    skbs: VecDeque<Skb>,
+    runs: VecDeque<Run>,
+    /// Skbs queued (the sum of the runs' counts).
+    skbs: usize,
     /// Memory charged to the sending socket.
     pub wmem: u32,
 }
@@ -61,16 +67,20 @@ impl SkbQueue {
     /// Queues one skb of `len` bytes and charges it.
     pub fn push(&mut self, len: u32) {
         let ts = truesize(len);
-        self.skbs.push_back(Skb { len, consumed: 0, truesize: ts });
+        match self.runs.back_mut() {
+            Some(run) if run.len == len => run.count += 1,
+            _ => self.runs.push_back(Run { len, consumed: 0, truesize: ts, count: 1 }),
+        }
+        self.skbs += 1;
         self.wmem += ts;
     }
 
     pub fn is_empty(&self) -> bool {
-        self.skbs.is_empty()
+        self.skbs == 0
     }
 
     pub fn nr_skbs(&self) -> usize {
-        self.skbs.len()
+        self.skbs
     }
 
     /// Copies up to `len` bytes across skbs (stream semantics); every fully consumed skb is
@@ -79,13 +89,18 @@ impl SkbQueue {
     pub fn consume(&mut self, len: u32, mut on_free: impl FnMut(u32)) -> u32 {
         let mut copied = 0;
         while copied < len {
-            let Some(skb) = self.skbs.front_mut() else { break };
-            let chunk = (skb.len - skb.consumed).min(len - copied);
-            skb.consumed += chunk;
+            let Some(run) = self.runs.front_mut() else { break };
+            let chunk = (run.len - run.consumed).min(len - copied);
+            run.consumed += chunk;
             copied += chunk;
-            if skb.consumed == skb.len {
-                let ts = skb.truesize;
-                self.skbs.pop_front();
+            if run.consumed == run.len {
+                let ts = run.truesize;
+                run.consumed = 0;
+                run.count -= 1;
+                if run.count == 0 {
+                    self.runs.pop_front();
+                }
+                self.skbs -= 1;
                 self.wmem -= ts;
                 on_free(self.wmem);
             }
@@ -123,6 +138,29 @@ mod tests {
         assert_eq!(q.consume(150, |w| frees.push(w)), 50);
         assert_eq!(frees, [768, 0]);
         assert!(q.is_empty());
+    }
+
+    #[test]
+    fn runs_of_equal_sends_free_one_skb_at_a_time() {
+        let mut q = SkbQueue::default();
+        for len in [100, 100, 100, 300, 100] {
+            q.push(len);
+        }
+        let big = truesize(300);
+        assert_eq!((q.nr_skbs(), q.wmem), (5, 4 * 768 + big));
+        let mut frees = Vec::new();
+        // Half of the first skb, then the rest of it and half of the second.
+        assert_eq!(q.consume(50, |w| frees.push(w)), 50);
+        assert!(frees.is_empty());
+        assert_eq!(q.consume(100, |w| frees.push(w)), 100);
+        assert_eq!(frees, [3 * 768 + big]);
+        assert_eq!(q.nr_skbs(), 4);
+        // Across the end of the run into the 300-byte skb and the run after it.
+        assert_eq!(q.consume(550, |w| frees.push(w)), 550);
+        // 50 + 100 + 300 + 100 = 550: the second and third 100-byte skbs, the 300, the last.
+        assert_eq!(frees, [3 * 768 + big, 2 * 768 + big, 768 + big, 768, 0]);
+        assert!(q.is_empty());
+        assert_eq!(q.consume(10, |_| unreachable!("nothing left to free")), 0);
     }
 }
 
