@@ -7,7 +7,7 @@
 use crate::fair::Policy;
 
 /// One instruction of a task program.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Op {
     /// Compute in user mode for this much CPU time (rt-app `run`/`runtime`; the simulated CPUs
     /// all have capacity 1024, so the two are the same here).

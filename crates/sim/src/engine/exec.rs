@@ -139,7 +139,8 @@ impl Sim {
         let now = self.now;
         let syscall = self.cost(self.costs.syscall_ns);
         let task = &mut self.tasks[t.idx()];
-        let op = self.programs[task.spec as usize].get(task.pc as usize).cloned().unwrap_or(Op::Exit);
+        let prog = self.spec_prog[task.spec as usize] as usize;
+        let op = self.programs[prog].get(task.pc as usize).cloned().unwrap_or(Op::Exit);
         task.pc += 1;
         match op {
             Op::Write { .. }

@@ -277,10 +277,13 @@ pub struct Sim {
     ents: Vec<SchedEntity>,
     tasks: Vec<Task>,
     specs: Vec<TaskSpec>,
-    /// Each spec's `ops`, moved out of it: a fetch reads a 16-byte entry of this dense table
-    /// instead of a 176-byte spec, so that with thousands of tasks the lookup mostly hits the
-    /// cache (lat_ctx -P 192 -s 0 96: 18,432 specs).
+    /// The specs' `ops`, moved out of them and stored once per distinct program: a fetch
+    /// reads a 16-byte entry of this dense table instead of a 176-byte spec, and the thousands
+    /// of tasks of one kind that a workload makes (rt-app instances, lat_ctx rings, hackbench's
+    /// receivers of a group) share one copy, which then stays in the cache.
     programs: Vec<Box<[Op]>>,
+    /// Each spec's program in `programs`.
+    spec_prog: Vec<u32>,
     counters: Counters,
     /// The `/proc/schedstat` runqueue and domain counters.
     schedstat: crate::schedstat::Schedstat,
@@ -407,6 +410,7 @@ impl Sim {
             tasks: Vec::new(),
             specs: Vec::new(),
             programs: Vec::new(),
+            spec_prog: Vec::new(),
             counters: Counters::default(),
             wakeup_latency: LatencyHistogram::default(),
             wakee_switch_ins: Vec::new(),
@@ -427,7 +431,21 @@ impl Sim {
             sim.check_spec_refs(spec, nspecs)?;
         }
         sim.specs = setup.tasks;
-        sim.programs = sim.specs.iter_mut().map(|s| std::mem::take(&mut s.ops).into_boxed_slice()).collect();
+        // Identical programs are stored once (a lookup table only: nothing iterates over it).
+        let mut seen: std::collections::HashMap<Box<[Op]>, u32> = std::collections::HashMap::new();
+        let mut programs = Vec::new();
+        sim.spec_prog = sim
+            .specs
+            .iter_mut()
+            .map(|s| {
+                let ops = std::mem::take(&mut s.ops).into_boxed_slice();
+                *seen.entry(ops).or_insert_with_key(|ops| {
+                    programs.push(ops.clone());
+                    (programs.len() - 1) as u32
+                })
+            })
+            .collect();
+        sim.programs = programs;
         // The tasks created up front, allocated once: growing by doubling would copy every task
         // and entity (a `Task` is cache-line aligned, so the allocator cannot grow it in place)
         // and hold both copies at the process's peak.
@@ -511,7 +529,7 @@ impl Sim {
             return Err(format!("task `{}`: empty CPU list", spec.comm));
         };
         let id = TaskId(self.tasks.len() as u32);
-        let nr_lat = self.programs[spec_idx as usize]
+        let nr_lat = self.programs[self.spec_prog[spec_idx as usize] as usize]
             .iter()
             .filter_map(|op| match op {
                 Op::LatStart { slot } | Op::LatEnd { slot, .. } => Some(*slot as usize + 1),
@@ -797,6 +815,7 @@ impl Sim {
         // reports cannot reuse the tasks' allocation).
         self.specs = Vec::new();
         self.programs = Vec::new();
+        self.spec_prog = Vec::new();
         self.queue = EventQueue::default();
         // Moved, not cloned: the per-task histograms would otherwise exist twice at the
         // process's peak.
@@ -831,6 +850,47 @@ impl Sim {
             marks: self.marks,
             counts: self.counts,
             histograms: self.histograms,
+        }
+    }
+}
+
+#[cfg(test)]
+mod program_tests {
+    use super::{Sim, SimSetup};
+    use crate::config::{Limits, SchedConfig};
+    use crate::program::{Op, TaskSpec};
+    use crate::topology::Topology;
+
+    /// Tasks with the same program share one stored copy, and each still runs its own.
+    #[test]
+    fn identical_programs_are_stored_once_and_each_task_runs_its_own() {
+        let prog = |run: u64| vec![Op::Run { ns: run }, Op::Sleep { ns: 1_000_000 }, Op::Run { ns: run }];
+        let tasks = vec![
+            TaskSpec::new("a", prog(200_000)),
+            TaskSpec::new("b", prog(300_000)),
+            TaskSpec::new("c", prog(200_000)),
+        ];
+        let setup = SimSetup {
+            sched: SchedConfig::v7_3(),
+            topology: Topology::smp(2),
+            seed: 1,
+            limits: Limits { max_events: 100_000, max_time_ns: 100_000_000 },
+            tasks,
+            objects: vec![],
+            check_invariants: true,
+            groups: Vec::new(),
+        };
+        let sim = Sim::new(setup).expect("valid setup");
+        assert_eq!(sim.programs.len(), 2);
+        assert_eq!(sim.spec_prog, [0, 1, 0]);
+        let report = sim.run().expect("invariants hold");
+        let runtime =
+            |comm: &str| report.tasks.iter().find(|t| t.comm == comm).map(|t| (t.exited, t.sum_exec_runtime_ns));
+        // Each ran its two bursts (plus its own kernel work: exits, the sleep's syscall).
+        for (comm, burst) in [("a", 200_000), ("b", 300_000), ("c", 200_000)] {
+            let (exited, ns) = runtime(comm).expect("the task is reported");
+            assert!(exited, "{comm} finished its program");
+            assert!((2 * burst..2 * burst + 50_000).contains(&ns), "{comm}: {ns} ns");
         }
     }
 }
