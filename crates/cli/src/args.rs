@@ -211,6 +211,11 @@ pub struct BenchArgs {
     /// Pairs per input for `--compare-scxsim` (the median is printed).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     pub pairs: u32,
+    /// Runs of each case (rows and scaling series): the run of median CPU time is printed,
+    /// with the largest peak RSS. On a shared machine one run of a case can be tens of percent
+    /// off; three or five make the per-event ratios comparable between invocations.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=99))]
+    pub repeat: u32,
     /// Internal: run case N of the list in this process and print its figures.
     #[arg(long, hide = true)]
     pub child_case: Option<usize>,

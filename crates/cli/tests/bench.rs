@@ -69,3 +69,25 @@ fn compare_scxsim_failures_name_the_side() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("--compare-scxsim /nonexistent/scxsim"), "{err}");
 }
+
+/// `--repeat N` runs each case N times and prints one row: the same (deterministic) events as
+/// a single run, and says how the row was chosen.
+#[test]
+fn repeat_runs_each_case_and_prints_one_row() {
+    let row = |args: &[&str]| {
+        let o = schedlab(args);
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(o.status.success(), "{out}\n{}", String::from_utf8_lossy(&o.stderr));
+        let rows: Vec<String> = out.lines().filter(|l| l.starts_with("smp:1 2 tasks")).map(String::from).collect();
+        assert_eq!(rows.len(), 1, "{out}");
+        (out.clone(), rows[0].split_whitespace().map(String::from).collect::<Vec<_>>())
+    };
+    let (once_out, once) = row(&["bench", "--seconds", "1", "--only", "smp:1 2 tasks"]);
+    let (thrice_out, thrice) = row(&["bench", "--seconds", "1", "--only", "smp:1 2 tasks", "--repeat", "3"]);
+    assert!(!once_out.contains("run 3 times"), "{once_out}");
+    assert!(thrice_out.contains("each case run 3 times"), "{thrice_out}");
+    // Columns: case (3 words), tasks, sim_ms, events, stale, wall_ms, cpu_ms, M_ev/cpu-s, peak.
+    assert_eq!(once[3..7], thrice[3..7], "tasks, simulated time, events and stale events:\n{once:?}\n{thrice:?}");
+    let rate: f64 = thrice[9].parse().unwrap();
+    assert!(rate > 0.0 && rate.is_finite(), "{thrice:?}");
+}
