@@ -626,6 +626,10 @@ pub struct ValidateArgs {
     /// A cost file for the model (e.g. from `schedlab calibrate`).
     #[arg(long, value_name = "FILE")]
     pub cost_file: Option<PathBuf>,
+    /// Measure this machine's costs first (`schedlab calibrate`, about 10 s; --calibrate-scale
+    /// shortens it) and give them to the model, as --vm does in its guest.
+    #[arg(long, conflicts_with = "cost_file")]
+    pub calibrate: bool,
     /// First seed of the simulated runs (seeds SEED..SEED+runs).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -643,8 +647,8 @@ pub struct ValidateArgs {
     pub vm: Option<String>,
     #[command(flatten)]
     pub vm_opts: VmBootArgs,
-    /// With --vm: the guest's `schedlab calibrate --scale` (its microbenchmarks' iterations; 0.2
-    /// keeps a TCG guest's calibration under a minute on an idle host).
+    /// With --vm or --calibrate: `schedlab calibrate --scale` (its microbenchmarks' iterations;
+    /// 0.2 keeps a TCG guest's calibration under a minute on an idle host).
     #[arg(long, value_name = "F")]
     pub calibrate_scale: Option<f64>,
     /// With --vm: also store the guest's runs in this results directory (DIR/results.db), keyed

@@ -387,8 +387,8 @@ pub fn validate(a: &ValidateArgs) -> anyhow::Result<()> {
         return crate::vm_cmd::validate_vm(a, kernel);
     }
     a.vm_opts.refuse_without_vm()?;
-    if a.calibrate_scale.is_some() {
-        return user("--calibrate-scale: only with --vm KERNEL");
+    if a.calibrate_scale.is_some() && !a.calibrate {
+        return user("--calibrate-scale: only with --calibrate or --vm KERNEL");
     }
     if a.out.is_some() {
         return user("--out: only with --vm KERNEL (the guest's runs are stored; this machine's are not)");
@@ -411,7 +411,8 @@ pub fn validate(a: &ValidateArgs) -> anyhow::Result<()> {
         cost_file: a.cost_file.clone(),
     };
     let config = setup::sched_config(&sim_args)?;
-    let topology = setup::topology(&sim_args)?;
+    let topology =
+        if a.calibrate { calibrated_topology(&sim_args, a.calibrate_scale)? } else { setup::topology(&sim_args)? };
     let cpus = match &a.pin {
         Some(list) => Some(setup::cpu_list(list, topology.nr_cpus() as u32)?),
         None => None,
@@ -436,6 +437,7 @@ pub fn validate(a: &ValidateArgs) -> anyhow::Result<()> {
         seed: a.seed,
         cpus,
         cost_file: a.cost_file.clone(),
+        calibrated: a.calibrate,
     };
     let progress = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let v = native::validate::validate_host(req, |i| {
@@ -457,6 +459,33 @@ pub fn validate(a: &ValidateArgs) -> anyhow::Result<()> {
         write!(out, "{}", v.render())?;
     }
     Ok(())
+}
+
+/// `validate --calibrate`: the model's machine with this machine's costs measured now (what
+/// `schedlab calibrate` would write), then `--cost` on top, as a cost file is applied.
+fn calibrated_topology(sim_args: &SimArgs, scale: Option<f64>) -> anyhow::Result<sim::topology::Topology> {
+    let scale = scale.unwrap_or(1.0);
+    if !(scale > 0.0 && scale <= 100.0) {
+        return user(format!("--calibrate-scale: {scale} is not in (0, 100]"));
+    }
+    let opts = native::calibrate::CalibrateOptions { repetitions: 5, scale };
+    eprintln!("schedlab: validate: measuring this machine's costs (schedlab calibrate)");
+    let cal = native::calibrate::calibrate(&opts).map_err(|e| {
+        native::cleanup::exit_if_interrupted();
+        anyhow::anyhow!(e)
+    })?;
+    if let Some(w) = cal.load.and_then(|l| l.warning()) {
+        eprintln!("schedlab: calibrate: {w}");
+    }
+    let host = machine::host_topology().map_err(|e| UserError(format!("calibrate: topology host: {e}")))?;
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").ok();
+    let vm = machine::vm_guest(std::path::Path::new("/sys"), cpuinfo.as_deref());
+    let mut topology = setup::topology(&SimArgs { cost: Vec::new(), ..sim_args.clone() })?;
+    for k in cal.keys(&host.costs, vm.is_some()) {
+        topology.costs.set(k.key, k.ns).map_err(|e| anyhow::anyhow!("calibrate: {e}"))?;
+    }
+    setup::apply_costs(&mut topology, &sim_args.cost)?;
+    Ok(topology)
 }
 
 pub fn calibrate(a: &CalibrateArgs) -> anyhow::Result<()> {

@@ -134,7 +134,13 @@ pub fn topology(a: &SimArgs) -> anyhow::Result<Topology> {
             Err(e) => return user(format!("--cost-file: {e}")),
         }
     }
-    for kv in &a.cost {
+    apply_costs(&mut topo, &a.cost)?;
+    Ok(topo)
+}
+
+/// Applies `--cost KEY=VALUE` settings, in order, to `topo`'s costs.
+pub fn apply_costs(topo: &mut Topology, costs: &[String]) -> anyhow::Result<()> {
+    for kv in costs {
         let Some((k, v)) = kv.split_once('=') else {
             return user(format!("--cost: `{kv}` is not KEY=VALUE"));
         };
@@ -145,7 +151,7 @@ pub fn topology(a: &SimArgs) -> anyhow::Result<Topology> {
             return user(format!("--cost: {e}"));
         }
     }
-    Ok(topo)
+    Ok(())
 }
 
 /// Parses a taskset-style CPU list (`0-3,8,10-11`) against the machine's CPU count.

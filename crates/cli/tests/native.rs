@@ -497,6 +497,37 @@ fn validate_side_by_side() {
     assert!(rows.iter().any(|r| r["ok"].is_boolean()), "{rows:?}");
 }
 
+/// `validate --calibrate` measures this machine first and gives the model those costs: the
+/// header says so and the model's time per operation moves off the preset's; without
+/// --calibrate (or --vm) --calibrate-scale is refused, and it cannot be combined with a cost file.
+#[test]
+fn validate_calibrate_gives_the_model_this_machines_costs() {
+    let args = |calibrate: bool| {
+        let mut a = vec!["validate", "--json", "--runs", "1", "--no-trace", "--builtin", "--cpus", "0"];
+        if calibrate {
+            a.extend(["--calibrate", "--calibrate-scale", "0.05"]);
+        }
+        a.extend(["pipe", "-l", "2000"]);
+        a
+    };
+    let model_usecs = |v: &serde_json::Value| {
+        let rows = v["rows"].as_array().unwrap();
+        rows.iter().find(|r| r["quantity"] == "usecs_per_op").unwrap()["sim_median"].as_f64().unwrap()
+    };
+    let preset = json(&args(false));
+    let calibrated = json(&args(true));
+    assert_eq!(preset["sim"]["calibrated"], false);
+    assert_eq!(calibrated["sim"]["calibrated"], true);
+    let (a, b) = (model_usecs(&preset), model_usecs(&calibrated));
+    assert!(a > 0.0 && b > 0.0 && a != b, "the model's µs/op with the preset's costs {a}, calibrated {b}");
+    let o = schedlab(&["validate", "--calibrate-scale", "0.1", "pipe", "-l", "10"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stderr).trim_end().lines().count(), 1, "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("only with --calibrate or --vm"), "{}", text(&o.stderr));
+    let o = schedlab(&["validate", "--calibrate", "--cost-file", "x.toml", "pipe", "-l", "10"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+}
+
 /// `native --kernel SPEC`: one line, exit 2, saying native runs the host kernel and naming
 /// the commands that run another one; `--kernel host` is the host kernel and runs.
 #[test]

@@ -324,6 +324,8 @@ pub struct HostRequest {
     pub cpus: Option<Vec<u32>>,
     /// `--cost-file`, for the header.
     pub cost_file: Option<std::path::PathBuf>,
+    /// `--calibrate`: the model's costs were measured on this machine just before.
+    pub calibrated: bool,
 }
 
 /// A host validation with what its header and JSON show.
@@ -374,7 +376,7 @@ impl HostValidation {
             "native": { "kernel": self.release, "pin": q.pin_text, "trace": self.traced, "lost_events": v.lost_events,
                         "runner": v.runner, "note": v.note },
             "sim": { "topology": q.topology.name, "kernel": cfg.kernel, "preempt": cfg.preempt.name(), "hz": cfg.hz,
-                     "seeds": [q.seed, self.last_seed()], "cost_file": q.cost_file },
+                     "seeds": [q.seed, self.last_seed()], "cost_file": q.cost_file, "calibrated": q.calibrated },
             "rows": rows_json(&v.rows, "native"),
         })
     }
@@ -399,7 +401,11 @@ impl HostValidation {
             cfg.kernel,
             cfg.preempt.name(),
             cfg.hz,
-            q.cost_file.as_ref().map_or(String::new(), |f| format!(", costs {}", f.display())),
+            match (&q.cost_file, q.calibrated) {
+                (Some(f), _) => format!(", costs {}", f.display()),
+                (None, true) => ", costs calibrated on this machine now".to_string(),
+                (None, false) => String::new(),
+            },
             q.seed,
             self.last_seed()
         );
