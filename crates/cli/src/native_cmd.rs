@@ -461,6 +461,18 @@ pub fn validate(a: &ValidateArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// This machine's topology, whether it is a VM guest, and the cost keys a calibration sets
+/// (the VM's cross-CPU ping-pong measures waking a halted vCPU, bare metal's the IPI).
+fn measured_keys(
+    cal: &native::calibrate::Calibration,
+) -> anyhow::Result<(sim::topology::Topology, Option<machine::VmGuest>, Vec<native::calibrate::KeyValue>)> {
+    let topo = machine::host_topology().map_err(|e| UserError(format!("calibrate: topology host: {e}")))?;
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").ok();
+    let vm = machine::vm_guest(std::path::Path::new("/sys"), cpuinfo.as_deref());
+    let keys = cal.keys(&topo.costs, vm.is_some());
+    Ok((topo, vm, keys))
+}
+
 /// `validate --calibrate`: the model's machine with this machine's costs measured now (what
 /// `schedlab calibrate` would write), then `--cost` on top, as a cost file is applied.
 fn calibrated_topology(sim_args: &SimArgs, scale: Option<f64>) -> anyhow::Result<sim::topology::Topology> {
@@ -477,11 +489,9 @@ fn calibrated_topology(sim_args: &SimArgs, scale: Option<f64>) -> anyhow::Result
     if let Some(w) = cal.load.and_then(|l| l.warning()) {
         eprintln!("schedlab: calibrate: {w}");
     }
-    let host = machine::host_topology().map_err(|e| UserError(format!("calibrate: topology host: {e}")))?;
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").ok();
-    let vm = machine::vm_guest(std::path::Path::new("/sys"), cpuinfo.as_deref());
+    let (_, _, keys) = measured_keys(&cal)?;
     let mut topology = setup::topology(&SimArgs { cost: Vec::new(), ..sim_args.clone() })?;
-    for k in cal.keys(&host.costs, vm.is_some()) {
+    for k in keys {
         topology.costs.set(k.key, k.ns).map_err(|e| anyhow::anyhow!("calibrate: {e}"))?;
     }
     setup::apply_costs(&mut topology, &sim_args.cost)?;
@@ -498,10 +508,7 @@ pub fn calibrate(a: &CalibrateArgs) -> anyhow::Result<()> {
         native::cleanup::exit_if_interrupted();
         anyhow::anyhow!(e)
     })?;
-    let topo = machine::host_topology().map_err(|e| UserError(format!("calibrate: topology host: {e}")))?;
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").ok();
-    let vm = machine::vm_guest(std::path::Path::new("/sys"), cpuinfo.as_deref());
-    let keys = cal.keys(&topo.costs, vm.is_some());
+    let (topo, vm, keys) = measured_keys(&cal)?;
     let release = native::host::host_release().unwrap_or_default();
     let mut notes = Vec::new();
     // Check: the model's process ping-pong with these costs, pinned (rt_pinned_processes) and
