@@ -279,35 +279,47 @@ mod tests {
         /// each pop returns the earliest live `(time, push index)`, whichever structure holds it.
         #[test]
         fn slots_replace_and_cancel_in_place(ops in proptest::collection::vec((0u8..4, 0u64..50, 0u32..6), 0..400)) {
-            let mut q = EventQueue::default();
-            // (time, push index, slot or u32::MAX)
-            let mut oracle: Vec<(u64, usize, u32)> = Vec::new();
-            for (i, &(op, t, slot)) in ops.iter().enumerate() {
-                match op {
-                    0 => {
-                        q.push(Nanos(t), i);
-                        oracle.push((t, i, u32::MAX));
-                    }
-                    1 => {
-                        let had = oracle.iter().any(|o| o.2 == slot);
-                        prop_assert_eq!(q.set_slot(slot, Nanos(t), i), had);
-                        oracle.retain(|o| o.2 != slot);
-                        oracle.push((t, i, slot));
-                    }
-                    2 => {
-                        let had = oracle.iter().any(|o| o.2 == slot);
-                        prop_assert_eq!(q.clear_slot(slot), had);
-                        oracle.retain(|o| o.2 != slot);
-                    }
-                    _ => {
-                        oracle.sort_unstable();
-                        let want = (!oracle.is_empty()).then(|| oracle.remove(0)).map(|o| (o.0, o.1));
-                        prop_assert_eq!(q.pop().map(|(t, i)| (t.0, i)), want);
-                    }
-                }
-                prop_assert_eq!(q.len(), oracle.len());
-                prop_assert_eq!(q.peek_time().map(|t| t.0), oracle.iter().map(|p| p.0).min());
-            }
+            check_slots(&ops)?;
         }
+
+        /// The same over hundreds of slots (three levels of the tree) and few distinct times,
+        /// so that equal times meet at every level and only the sequence orders them.
+        #[test]
+        fn many_slots_keep_fifo_order_of_equal_times(ops in proptest::collection::vec((0u8..4, 0u64..6, 0u32..600), 0..600)) {
+            check_slots(&ops)?;
+        }
+    }
+
+    fn check_slots(ops: &[(u8, u64, u32)]) -> Result<(), TestCaseError> {
+        let mut q = EventQueue::default();
+        // (time, push index, slot or u32::MAX)
+        let mut oracle: Vec<(u64, usize, u32)> = Vec::new();
+        for (i, &(op, t, slot)) in ops.iter().enumerate() {
+            match op {
+                0 => {
+                    q.push(Nanos(t), i);
+                    oracle.push((t, i, u32::MAX));
+                }
+                1 => {
+                    let had = oracle.iter().any(|o| o.2 == slot);
+                    prop_assert_eq!(q.set_slot(slot, Nanos(t), i), had);
+                    oracle.retain(|o| o.2 != slot);
+                    oracle.push((t, i, slot));
+                }
+                2 => {
+                    let had = oracle.iter().any(|o| o.2 == slot);
+                    prop_assert_eq!(q.clear_slot(slot), had);
+                    oracle.retain(|o| o.2 != slot);
+                }
+                _ => {
+                    oracle.sort_unstable();
+                    let want = (!oracle.is_empty()).then(|| oracle.remove(0)).map(|o| (o.0, o.1));
+                    prop_assert_eq!(q.pop().map(|(t, i)| (t.0, i)), want);
+                }
+            }
+            prop_assert_eq!(q.len(), oracle.len());
+            prop_assert_eq!(q.peek_time().map(|t| t.0), oracle.iter().map(|p| p.0).min());
+        }
+        Ok(())
     }
 }
