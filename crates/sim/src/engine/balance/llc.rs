@@ -32,12 +32,12 @@ use crate::topology::{Domains, SD_ASYM_CPUCAPACITY, SD_SHARE_LLC, SpanId, Topolo
 /// `NICE_0_LOAD` on 64-bit (`1 << (2 * SCHED_FIXEDPOINT_SHIFT)`).
 const NICE_0_LOAD: u64 = 1 << 20;
 
-/// `struct sched_cache_time`: one process's decayed runtime on one CPU.
-#[derive(Clone, Copy, Debug, Default)]
-struct CacheTime {
-    runtime: u64,
-    epoch: u64,
-}
+/// `struct sched_cache_time`: one process's decayed runtime on one CPU, `[runtime, epoch]`
+/// (integers only, so that a table of them is allocated zeroed and its pages become resident
+/// only where written).
+type CacheTime = [u64; 2];
+const RUNTIME: usize = 0;
+const EPOCH: usize = 1;
 
 /// `struct sched_cache_group` of one process (plus `signal->nr_threads`).
 #[derive(Clone, Copy, Debug, Default)]
@@ -80,7 +80,10 @@ pub(in crate::engine) struct CacheSched {
     /// By `cpu * nr_mm + mm` ([`CacheSched::pcpu_idx`]): `grp->pcpu_sched`, a per-CPU
     /// allocation, so a CPU's entries of all processes lie together as in the kernel's
     /// per-CPU areas. (By process first, a CPU running a ring of 96 processes touched 96 lines
-    /// 3 KiB apart; `lat_ctx -P 192 -s 0 96` spent 8 % of its time missing them.)
+    /// 3 KiB apart; `lat_ctx -P 192 -s 0 96` spent 8 % of its time missing them.) It holds
+    /// processes x CPUs entries (56 MB for that run); an entry that never had runtime is
+    /// never written ([`update_mm_sched`]), so its page stays the kernel's zero page until a
+    /// process runs there.
     pcpu: Vec<CacheTime>,
     nr_mm: usize,
     rq: Vec<CpuEpoch>,
@@ -128,7 +131,7 @@ impl CacheSched {
             return;
         }
         self.groups = vec![CacheGroup::default(); nr_mm];
-        self.pcpu = vec![CacheTime::default(); nr_mm * self.ncpus];
+        self.pcpu = vec![[0; 2]; nr_mm * self.ncpus];
         self.nr_mm = nr_mm;
     }
 
@@ -166,10 +169,13 @@ fn update_mm_sched(rq: &mut CpuEpoch, pcpu: &mut CacheTime, now: u64, period: u6
         rq.cpu_epoch_next += n * period;
         rq.cpu_runtime = shr_u64(rq.cpu_runtime, n);
     }
-    let n = rq.cpu_epoch - pcpu.epoch;
-    if n != 0 {
-        pcpu.epoch += n;
-        pcpu.runtime = shr_u64(pcpu.runtime, n);
+    // An entry without runtime is left as it is, whatever its epoch: halving 0 gives 0, and
+    // `account_mm_sched` dates it before it adds runtime. (The kernel writes the epoch; the
+    // values read are the same either way.)
+    let n = rq.cpu_epoch - pcpu[EPOCH];
+    if n != 0 && pcpu[RUNTIME] != 0 {
+        pcpu[EPOCH] += n;
+        pcpu[RUNTIME] = shr_u64(pcpu[RUNTIME], n);
     }
 }
 
@@ -220,7 +226,10 @@ impl Sim {
         let k = c.pcpu_idx(mm, cpu);
         let (rq, pcpu) = (&mut c.rq[cpu as usize], &mut c.pcpu[k]);
         update_mm_sched(rq, pcpu, now, period);
-        pcpu.runtime += delta;
+        if pcpu[RUNTIME] == 0 {
+            pcpu[EPOCH] = rq.cpu_epoch;
+        }
+        pcpu[RUNTIME] += delta;
         rq.cpu_runtime += delta;
         let stale = rq.cpu_epoch as i64 - c.groups[mm].epoch as i64 > timeout;
         // A process whose threads have not scanned for a while loses its preference.
@@ -286,7 +295,7 @@ impl Sim {
         let k = c.pcpu_idx(mm, cpu);
         let (rq, pcpu) = (&mut c.rq[cpu as usize], &mut c.pcpu[k]);
         update_mm_sched(rq, pcpu, now, period);
-        NICE_0_LOAD * pcpu.runtime / (rq.cpu_runtime + 1)
+        NICE_0_LOAD * pcpu[RUNTIME] / (rq.cpu_runtime + 1)
     }
 
     /// `task_cache_work()` (fair.c 7.3.4): at most once per epoch per process, sum the
