@@ -122,6 +122,18 @@ fn update_tg_cfs_load(
     pelt::update_sa_u64(&mut parent.avg.load_avg, &mut parent.avg.load_sum, delta_avg, delta_sum);
 }
 
+/// Two distinct elements of `v`, both mutable.
+fn two_mut<T>(v: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
+    assert_ne!(a, b, "a group is not its own parent");
+    if a < b {
+        let (lo, hi) = v.split_at_mut(b);
+        (&mut lo[a], &mut hi[0])
+    } else {
+        let (lo, hi) = v.split_at_mut(a);
+        (&mut hi[0], &mut lo[b])
+    }
+}
+
 impl Groups {
     #[inline]
     fn pidx(&self, cpu: u32, g: u32) -> usize {
@@ -187,35 +199,36 @@ impl Groups {
     fn update_group_entity(&mut self, cpu: u32, l: u32, now: u64, v: &RootView, gcfs_w_down: u64) {
         let parent = self.specs[l as usize].parent;
         let (gi, pi) = (self.pidx(cpu, l), self.pidx(cpu, parent));
-        let rq = *self.rq(cpu, l);
+        let (queued, h_nr_runnable) = {
+            let rq = self.rq(cpu, l);
+            (rq.contrib > 0, rq.h_nr_runnable)
+        };
         let running = v.curr_group.is_some_and(|c| self.is_ancestor(l, c));
-        let mut g = self.pelt[gi];
+        let g = &mut self.pelt[gi];
         if g.se.last_update_time != 0 {
-            pelt::update_group_se(&mut g.se, now, g.se_w, rq.contrib > 0, rq.h_nr_runnable, running);
+            pelt::update_group_se(&mut g.se, now, g.se_w, queued, h_nr_runnable, running);
         }
-        self.pelt[gi] = g;
         self.update_level_cfs(cpu, parent, now, v);
-        let mut g = self.pelt[gi];
-        let mut p = self.pelt[pi];
+        // In place (a group and its parent are two slots of one table): the state is about
+        // 220 bytes a level, and copying it in and out cost more than the updates.
+        let (g, p) = two_mut(&mut self.pelt, gi, pi);
         if g.se.last_update_time == 0 {
             if g.se_w == 0 {
                 // init_tg_cfs_entry(): a new group entity weighs NICE_0_LOAD.
                 g.se_w = scale_load_down(NICE_0_LOAD);
             }
             p.cfs.attach_entity_load_avg(&mut g.se, g.se_w);
-            add_tg_cfs_propagate(&mut p, g.se.load_sum as i64);
+            add_tg_cfs_propagate(p, g.se.load_sum as i64);
         }
         if g.propagate {
             g.propagate = false;
-            add_tg_cfs_propagate(&mut p, g.prop_runnable_sum);
+            add_tg_cfs_propagate(p, g.prop_runnable_sum);
             update_tg_cfs_util(&mut p.cfs, &mut g.se, g.cfs.avg.util_avg);
             let se_w = g.se_w;
             let mut se = g.se;
-            update_tg_cfs_load(&mut p.cfs, &mut se, se_w, &mut g, gcfs_w_down);
+            update_tg_cfs_load(&mut p.cfs, &mut se, se_w, g, gcfs_w_down);
             g.se = se;
         }
-        self.pelt[gi] = g;
-        self.pelt[pi] = p;
     }
 
     /// The hierarchy's share of a task's `update_load_avg()` on `cpu` (fair.c 6.12.117 /
