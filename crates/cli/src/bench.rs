@@ -421,6 +421,12 @@ fn compare_scxsim(scxsim: &std::path::Path, pairs: u32, wanted: &dyn Fn(&str) ->
             );
         }
         println!("ratio: scxsim CPU time / schedlab CPU time per pair (above 1: schedlab is faster)");
+        // What each side simulates, so that the ratio is read as the cost of different models:
+        // the default preset puts an rt-app file's tasks in their session's autogroup.
+        println!(
+            "schedlab: `run --topology smp:N rtapp FILE` (default kernel preset, EEVDF, its autogroup); \
+             scxsim: `FILE --cpus N` (scx_simple, no task groups)"
+        );
         Ok(())
     })();
     let _ = std::fs::remove_dir_all(&dir);

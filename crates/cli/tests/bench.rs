@@ -50,6 +50,8 @@ fn compare_scxsim_runs_interleaved_pairs_and_prints_the_ratio() {
     assert!(ours > 0.0 && theirs > 0.0, "{row}");
     let ratio: f64 = f[6].trim_end_matches('x').parse().unwrap();
     assert!(ratio > 0.0 && ratio.is_finite(), "{row}");
+    // The table says what each side simulates (the ratio compares two different models).
+    assert!(out.contains("its autogroup") && out.contains("scx_simple, no task groups"), "{out}");
     // The 64-CPU input was filtered out; every pair called the stand-in once with 4 CPUs.
     assert!(!out.contains("rtapp-64cpu"), "{out}");
     let calls = std::fs::read_to_string(dir.path().join("calls.log")).unwrap();
