@@ -29,6 +29,38 @@ fn subset_json_counts_and_determinism() {
     let cells = |s: &str| by[s]["cells"].as_u64().unwrap_or_else(|| panic!("{s} missing: {by}"));
     assert_eq!(cells("tasks' counters") + cells("system-wide schedstat"), n("/defaults/cells"));
     assert_eq!(cells("system-wide schedstat"), 5 * 3 * 2, "{by}");
+    // The cells by metric add up too, each metric once, the worst (most cells outside 1.5x)
+    // first.
+    let rows = v["defaults"]["by_metric"].as_array().unwrap();
+    let field = |r: &serde_json::Value, f: &str| r[f].as_u64().unwrap_or_else(|| panic!("{f} missing: {r}"));
+    assert_eq!(rows.iter().map(|r| field(r, "cells")).sum::<u64>(), n("/defaults/cells"));
+    assert_eq!(rows.iter().map(|r| field(r, "within_1_5x")).sum::<u64>(), n("/defaults/within_1_5x"));
+    let outside: Vec<u64> = rows.iter().map(|r| field(r, "cells") - field(r, "within_1_5x")).collect();
+    assert!(outside.windows(2).all(|w| w[0] >= w[1]), "{outside:?}");
+    // The ratio is the median of model / real over the metric's cells with a real median.
+    let list = v["defaults"]["list"].as_array().unwrap();
+    for r in rows {
+        let mut ratios: Vec<f64> = list
+            .iter()
+            .filter(|c| c["metric"] == r["metric"] && c["real"]["median"].as_f64().unwrap() > 0.0)
+            .map(|c| c["model"].as_f64().unwrap() / c["real"]["median"].as_f64().unwrap())
+            .collect();
+        ratios.sort_by(f64::total_cmp);
+        let want = match ratios.len() {
+            0 => None,
+            k if k % 2 == 1 => Some(ratios[k / 2]),
+            k => Some((ratios[k / 2 - 1] + ratios[k / 2]) / 2.0),
+        };
+        let got = r["model_over_real"].as_f64();
+        assert_eq!(got.is_some(), want.is_some(), "{r}");
+        if let (Some(g), Some(w)) = (got, want) {
+            assert!((g - w).abs() <= 1e-12 * w.abs(), "{r}: {w}");
+        }
+    }
+    let mut names: Vec<&str> = rows.iter().map(|r| r["metric"].as_str().unwrap()).collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), rows.len());
     let pp_passes = v["defaults"]["list"]
         .as_array()
         .unwrap()

@@ -142,6 +142,48 @@ fn by_source(s: &Scores) -> [(&'static str, usize, usize, usize); 2] {
     [("tasks' counters", t.0, t.1, t.2), ("system-wide schedstat", ss.0, ss.1, ss.2)]
 }
 
+/// The default cells of one metric, over every case: how many, in the real min-max, within
+/// 1.5x, and the median over them of the model's value divided by the real median (cells whose
+/// real median is 0 left out; `None` when all are): below 1 the model is low for that metric
+/// throughout, above 1 high, which tells a systematic error from scattered ones.
+struct MetricRow {
+    metric: String,
+    cells: usize,
+    in_range: usize,
+    within_1_5x: usize,
+    model_over_real: Option<f64>,
+}
+
+/// The cells by metric, those with the most cells outside 1.5x first (then by name).
+fn by_metric(s: &Scores) -> Vec<MetricRow> {
+    let mut by: BTreeMap<&str, Vec<&CellScore>> = BTreeMap::new();
+    for c in &s.cells {
+        by.entry(c.metric.as_str()).or_default().push(c);
+    }
+    let mut rows: Vec<MetricRow> = by
+        .into_iter()
+        .map(|(metric, cells)| {
+            let mut ratios: Vec<f64> =
+                cells.iter().filter(|c| c.real.median > 0.0).map(|c| c.model / c.real.median).collect();
+            ratios.sort_by(f64::total_cmp);
+            let model_over_real = match ratios.len() {
+                0 => None,
+                n if n % 2 == 1 => Some(ratios[n / 2]),
+                n => Some((ratios[n / 2 - 1] + ratios[n / 2]) / 2.0),
+            };
+            MetricRow {
+                metric: metric.to_string(),
+                cells: cells.len(),
+                in_range: cells.iter().filter(|c| c.in_range).count(),
+                within_1_5x: cells.iter().filter(|c| c.within_1_5x).count(),
+                model_over_real,
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| (b.cells - b.within_1_5x).cmp(&(a.cells - a.within_1_5x)).then(a.metric.cmp(&b.metric)));
+    rows
+}
+
 fn pct(n: usize, d: usize) -> String {
     if d == 0 { "-".into() } else { format!("{:.0}%", 100.0 * n as f64 / d as f64) }
 }
@@ -277,6 +319,12 @@ pub fn render_text(f: &Fidelity, s: &Scores) -> String {
             format!("{x} {}", pct(x, n))
         );
     }
+    let _ = writeln!(o, "  by metric, most cells outside 1.5x first (model/real: median of the cells' ratios):");
+    for r in by_metric(s) {
+        let ratio = r.model_over_real.map_or("-".to_string(), |x| format!("{x:.2}"));
+        let _ =
+            writeln!(o, "    {:<31} {:>7} {:>10} {:>11} {:>11}", r.metric, r.cells, r.in_range, r.within_1_5x, ratio);
+    }
     let nm: Vec<String> = s.cells_not_modelled.iter().map(|(k, v)| format!("{k} ({v})")).collect();
     let _ = writeln!(o, "  fitted, not scored: {}; not modelled:", s.cells_fitted);
     for chunk in nm.chunks(3) {
@@ -378,6 +426,10 @@ pub fn render_json(f: &Fidelity, s: &Scores) -> serde_json::Value {
             "by_source": by_source(s).into_iter().map(|(source, n, r, x)| {
                 (source.to_string(), json!({ "cells": n, "in_range": r, "within_1_5x": x }))
             }).collect::<serde_json::Map<String, serde_json::Value>>(),
+            "by_metric": by_metric(s).into_iter().map(|r| json!({
+                "metric": r.metric, "cells": r.cells, "in_range": r.in_range,
+                "within_1_5x": r.within_1_5x, "model_over_real": r.model_over_real,
+            })).collect::<Vec<_>>(),
             "fitted": s.cells_fitted,
             "not_modelled": s.cells_not_modelled,
             "list": cells,
