@@ -163,14 +163,9 @@ fn by_metric(s: &Scores) -> Vec<MetricRow> {
     let mut rows: Vec<MetricRow> = by
         .into_iter()
         .map(|(metric, cells)| {
-            let mut ratios: Vec<f64> =
+            let ratios: Vec<f64> =
                 cells.iter().filter(|c| c.real.median > 0.0).map(|c| c.model / c.real.median).collect();
-            ratios.sort_by(f64::total_cmp);
-            let model_over_real = match ratios.len() {
-                0 => None,
-                n if n % 2 == 1 => Some(ratios[n / 2]),
-                n => Some((ratios[n / 2 - 1] + ratios[n / 2]) / 2.0),
-            };
+            let model_over_real = (!ratios.is_empty()).then(|| crate::stats::median(&ratios));
             MetricRow {
                 metric: metric.to_string(),
                 cells: cells.len(),

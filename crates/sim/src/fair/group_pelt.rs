@@ -122,18 +122,6 @@ fn update_tg_cfs_load(
     pelt::update_sa_u64(&mut parent.avg.load_avg, &mut parent.avg.load_sum, delta_avg, delta_sum);
 }
 
-/// Two distinct elements of `v`, both mutable.
-fn two_mut<T>(v: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
-    assert_ne!(a, b, "a group is not its own parent");
-    if a < b {
-        let (lo, hi) = v.split_at_mut(b);
-        (&mut lo[a], &mut hi[0])
-    } else {
-        let (lo, hi) = v.split_at_mut(a);
-        (&mut hi[0], &mut lo[b])
-    }
-}
-
 impl Groups {
     #[inline]
     fn pidx(&self, cpu: u32, g: u32) -> usize {
@@ -211,7 +199,8 @@ impl Groups {
         self.update_level_cfs(cpu, parent, now, v);
         // In place (a group and its parent are two slots of one table): the state is about
         // 220 bytes a level, and copying it in and out cost more than the updates.
-        let (g, p) = two_mut(&mut self.pelt, gi, pi);
+        #[allow(clippy::expect_used, reason = "a group's parent is another group, so the two slots differ")]
+        let [g, p] = self.pelt.get_disjoint_mut([gi, pi]).expect("a group is not its own parent");
         if g.se.last_update_time == 0 {
             if g.se_w == 0 {
                 // init_tg_cfs_entry(): a new group entity weighs NICE_0_LOAD.
