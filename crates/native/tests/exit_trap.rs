@@ -73,14 +73,20 @@ fn hackbench_threads_are_read_at_their_exits_and_add_up_to_rusage() {
 }
 
 /// Processes: each worker is added to rusage when rt-tests' main reaps it, normally after its
-/// final switch (one voluntary switch more than the trap read), at most once per worker; a
-/// preemption inside `do_exit()` adds an involuntary one.
+/// final switch (one voluntary switch more than the trap read). `do_exit()` can add more of
+/// either kind: a sleep on a lock (as for threads, above) is a voluntary one, and under preempt
+/// none the exit path reschedules at each of its `cond_resched()` points (unmapping the `mm`,
+/// closing the files), where a busy host preempts it. Seen on 6.18: 11 voluntary and, in
+/// another run, 11 involuntary surplus switches for 10 workers (once each in about 30 runs),
+/// hence up to two of each kind per worker.
 #[test]
 fn hackbench_processes_are_read_at_their_exits() {
     let Some(r) = run("hackbench -p -g 1 -f 5 -l 400") else { return };
-    check_every_task_read_once(&r, 10);
+    let workers = 10;
+    check_every_task_read_once(&r, workers);
     let (v, i) = sums(&r);
     let (rv, ri) = r.rusage_switches.unwrap();
-    assert!(rv >= v && rv - v <= 10, "voluntary: rusage {rv}, per task {v}");
-    assert!(ri >= i && ri - i <= 10, "involuntary: rusage {ri}, per task {i}");
+    let bound = 2 * workers as u64;
+    assert!(rv >= v && rv - v <= bound, "voluntary: rusage {rv}, per task {v}");
+    assert!(ri >= i && ri - i <= bound, "involuntary: rusage {ri}, per task {i}");
 }
