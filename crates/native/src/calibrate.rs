@@ -28,9 +28,13 @@
 //!   preempts, so it includes a reschedule IPI that most remote wakeups do not send, and
 //!   `wakeup_remote_enqueue_ns` keeps the topology's value. Without a second CPU
 //!   `wakeup_local_ns` keeps the topology's value too;
-//! * `context_switch_ns` = (`rt_pinned_threads` − 2·`pipe_op_4`) / 2 − `wakeup_local_ns`, and
+//! * `context_switch_ns` = (`rt_pinned_threads` − 2·`pipe_op_4` − w·`wakeup_local_ns`) / s, and
 //!   `context_switch_mm_ns` likewise from `rt_pinned_processes`: a pinned round trip is two
-//!   pipe ops, two local wakeups and two switches; the simulator charges the wakeup separately;
+//!   pipe ops, w local wakeups and s switches, the simulator charging the wakeups separately.
+//!   s and w are counted (both tasks' `/proc/<tid>/sched` switches per round trip; w = the
+//!   voluntary ones, each a sleep in `read()`): s is 2, but where the wakee preempts its waker
+//!   the waker finds the reply in the pipe without sleeping, so w is about 1 (6.18 with preempt
+//!   none) rather than 2 (7.3's lazy preemption); uncounted, both are taken as 2;
 //! * a thread switch does a subset of a process switch's work (no `switch_mm`), so a measured
 //!   `context_switch_ns` above `context_switch_mm_ns` is noise or load: it is written equal to
 //!   the process switch, and flagged;
@@ -75,6 +79,25 @@ pub struct Measurement {
     pub max_ns: f64,
     pub iterations: u64,
     pub repetitions: usize,
+    /// For the ping-pongs: context switches of both tasks per round trip (medians over the
+    /// repetitions), from their `/proc/<tid>/sched` counters.
+    pub switches: Option<Switches>,
+}
+
+/// Context switches per operation, by kind (`nr_voluntary_switches`, `nr_involuntary_switches`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Switches {
+    /// Switches out of a task that blocked: in a pipe ping-pong each one is a sleep in `read()`
+    /// that a wakeup ends, so this is also the wakeups per round trip.
+    pub voluntary: f64,
+    /// Switches out of a task that was still runnable (preempted by the partner it woke).
+    pub involuntary: f64,
+}
+
+impl Switches {
+    pub fn total(&self) -> f64 {
+        self.voluntary + self.involuntary
+    }
 }
 
 /// All measurements of one calibration.
@@ -188,14 +211,34 @@ fn measure(
     reps: usize,
     mut once: impl FnMut(u64) -> Result<u64, String>,
 ) -> Result<Measurement, String> {
+    measure_counted(name, what, iterations, reps, |n| Ok((once(n)?, None)))
+}
+
+/// [`measure`] for a microbenchmark that also returns its tasks' (voluntary, involuntary)
+/// context switches in all: their medians per operation are kept beside the time.
+fn measure_counted(
+    name: &'static str,
+    what: &'static str,
+    iterations: u64,
+    reps: usize,
+    mut once: impl FnMut(u64) -> Result<(u64, Option<(u64, u64)>), String>,
+) -> Result<Measurement, String> {
     // One short warm-up pass.
     once((iterations / 10).max(1))?;
     let mut per = Vec::with_capacity(reps);
+    let (mut vol, mut invol) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
     for _ in 0..reps {
-        per.push(once(iterations)? as f64 / iterations as f64);
+        let (ns, switches) = once(iterations)?;
+        per.push(ns as f64 / iterations as f64);
+        if let Some((v, i)) = switches {
+            vol.push(v as f64 / iterations as f64);
+            invol.push(i as f64 / iterations as f64);
+        }
     }
     let min_ns = per.iter().copied().fold(f64::INFINITY, f64::min);
     let max_ns = per.iter().copied().fold(0.0, f64::max);
+    let switches =
+        (vol.len() == reps).then(|| Switches { voluntary: median(&mut vol), involuntary: median(&mut invol) });
     Ok(Measurement {
         name,
         what: what.to_string(),
@@ -204,7 +247,14 @@ fn measure(
         max_ns,
         iterations,
         repetitions: reps,
+        switches,
     })
+}
+
+/// (voluntary, involuntary) context switches of a task so far (`/proc/<tid>/sched`).
+fn switch_counts(dir: &std::path::Path) -> Result<(u64, u64), String> {
+    let t = crate::procfs::read_task(dir)?;
+    Ok((t.nr_voluntary_switches, t.nr_involuntary_switches))
 }
 
 fn pin_self(cpu: usize) -> Result<(), String> {
@@ -250,8 +300,10 @@ fn unix_ops(n: u64, size: usize) -> Result<u64, String> {
 }
 
 /// Elapsed ns of `n` 1-token round trips between this thread (on `cpu_b`) and a partner thread
-/// or forked process (on `cpu_a`).
-fn ping_pong(n: u64, cpu_a: usize, cpu_b: usize, process: bool) -> Result<u64, String> {
+/// or forked process (on `cpu_a`), and the two tasks' (voluntary, involuntary) switches during
+/// them. A forked partner is read as a zombie (`waitid(WNOWAIT)`), so its count is its whole
+/// life's: the round trips, its start and its final switch (2-3 of 20,000 round trips).
+fn ping_pong(n: u64, cpu_a: usize, cpu_b: usize, process: bool) -> Result<(u64, Option<(u64, u64)>), String> {
     let (p1r, p1w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
     let (p2r, p2w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
     let old = rustix::thread::sched_getaffinity(None).map_err(|e| format!("sched_getaffinity: {e}"))?;
@@ -270,29 +322,44 @@ fn ping_pong(n: u64, cpu_a: usize, cpu_b: usize, process: bool) -> Result<u64, S
                 .map_err(|e| format!("fork: {e}"))?;
             guard.pids.push(pid);
             pin_self(cpu_b)?;
+            let me = std::path::Path::new("/proc/thread-self");
+            let before = switch_counts(me)?;
             let t0 = mono_ns();
             workers::pipe_worker(p1w.as_fd(), p2r.as_fd(), n, &mut buf_b, false, false)
                 .map_err(|e| format!("ping-pong: {e}"))?;
             let t = mono_ns() - t0;
+            let after = switch_counts(me)?;
+            use rustix::process::{WaitId, WaitIdOptions};
+            let _ = rustix::process::waitid(WaitId::Pid(pid), WaitIdOptions::EXITED | WaitIdOptions::NOWAIT);
+            let partner = switch_counts(&crate::procfs::task_dir(pid.as_raw_nonzero().get() as u32, false));
             let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty());
             crate::cleanup::forget_child(pid);
             guard.disarm();
-            Ok(t)
+            let (pv, pi) = partner?;
+            Ok((t, Some((after.0 - before.0 + pv, after.1 - before.1 + pi))))
         } else {
             let (a_out, a_in) =
                 (p2w.try_clone().map_err(|e| e.to_string())?, p1r.try_clone().map_err(|e| e.to_string())?);
             let partner = std::thread::spawn(move || {
                 pin_self(cpu_a)?;
+                let me = std::path::Path::new("/proc/thread-self");
+                let before = switch_counts(me)?;
                 let mut buf = [0u8; 4];
-                workers::pipe_worker(a_out.as_fd(), a_in.as_fd(), n, &mut buf, true, false).map_err(|e| e.to_string())
+                workers::pipe_worker(a_out.as_fd(), a_in.as_fd(), n, &mut buf, true, false)
+                    .map_err(|e| e.to_string())?;
+                let after = switch_counts(me)?;
+                Ok::<_, String>((after.0 - before.0, after.1 - before.1))
             });
             pin_self(cpu_b)?;
+            let me = std::path::Path::new("/proc/thread-self");
+            let before = switch_counts(me)?;
             let t0 = mono_ns();
             workers::pipe_worker(p1w.as_fd(), p2r.as_fd(), n, &mut buf_b, false, false)
                 .map_err(|e| format!("ping-pong: {e}"))?;
             let t = mono_ns() - t0;
-            partner.join().map_err(|_| "ping-pong thread panicked".to_string())??;
-            Ok(t)
+            let after = switch_counts(me)?;
+            let (pv, pi) = partner.join().map_err(|_| "ping-pong thread panicked".to_string())??;
+            Ok((t, Some((after.0 - before.0 + pv, after.1 - before.1 + pi))))
         }
     })();
     let _ = rustix::thread::sched_setaffinity(None, &old);
@@ -345,6 +412,7 @@ fn measure_interruptions(duration_ns: u64, reps: usize) -> Result<Measurement, S
         max_ns: medians.iter().copied().fold(0.0, f64::max).max(ns),
         iterations: all.len() as u64,
         repetitions: reps,
+        switches: None,
     })
 }
 
@@ -454,6 +522,7 @@ fn measure_wake(
         max_ns: medians.iter().copied().fold(f64::NEG_INFINITY, f64::max),
         iterations: n,
         repetitions: reps,
+        switches: None,
     })
 }
 
@@ -482,14 +551,14 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<Calibration, String> {
             reps,
             |n| unix_ops(n, 100),
         )?,
-        measure(
+        measure_counted(
             "rt_pinned_threads",
             "1-token pipe ping-pong, two threads on CPU 0, ns per round trip",
             it(20_000.0),
             reps,
             |n| ping_pong(n, 0, 0, false),
         )?,
-        measure(
+        measure_counted(
             "rt_pinned_processes",
             "1-token pipe ping-pong, two processes on CPU 0, ns per round trip",
             it(20_000.0),
@@ -498,7 +567,7 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<Calibration, String> {
         )?,
     ];
     if nr_cpus >= 2 {
-        m.push(measure(
+        m.push(measure_counted(
             "rt_cross_processes",
             "1-token pipe ping-pong, two processes on CPUs 0 and 1, ns per round trip",
             it(5_000.0),
@@ -616,19 +685,36 @@ impl Calibration {
         // `wake_remote` is reported, not applied: its wakee preempts the spinner every time, so
         // it includes the reschedule IPI, which most direct remote wakeups do not send (7 % of
         // hackbench's on a 6.18 guest), and a model charged it switches well above the kernel.
-        let pinned = |name: &str| match (op, g(name)) {
-            (Some(op), Some(rt)) => Some((rt, op, (rt - 2.0 * op) / 2.0)),
-            _ => None,
+        // A pinned round trip is two pipe ops, a local wakeup for each sleep in `read()` (the
+        // voluntary switches) and its switches. Where the wakee preempts its waker (6.18 with
+        // preempt none: about 43 % of switches involuntary) the preempted waker finds the reply
+        // already in the pipe and does not sleep: about one wakeup per round trip, not two.
+        let pinned = |name: &str| {
+            let m = self.get(name)?;
+            let op = op?;
+            let (wakeups, switches, counted) = match m.switches {
+                Some(c) if c.total() > 0.0 => (c.voluntary, c.total(), true),
+                _ => (2.0, 2.0, false),
+            };
+            let cs = (m.ns - 2.0 * op - wakeups * wl) / switches;
+            let how = if counted {
+                format!(
+                    "({name} {rt:.0} - 2 x pipe_op_4 {op:.0} - {wakeups:.2} wakeups x wakeup_local_ns {wl:.0}) / {switches:.2} switches (per round trip, counted)",
+                    rt = m.ns
+                )
+            } else {
+                format!(
+                    "({name} {rt:.0} - 2 x pipe_op_4 {op:.0} - 2 x wakeup_local_ns {wl:.0}) / 2 (switches not counted)",
+                    rt = m.ns
+                )
+            };
+            Some((cs, how))
         };
         let threads = pinned("rt_pinned_threads");
         let processes = pinned("rt_pinned_processes");
-        let cs_mm = processes.map(|(_, _, raw)| raw - wl);
+        let cs_mm = processes.as_ref().map(|(cs, _)| *cs);
         let mut cs_threads = None;
-        if let Some((rt, op, raw)) = threads {
-            let measured = raw - wl;
-            let mut how = format!(
-                "(rt_pinned_threads {rt:.0} - 2 x pipe_op_4 {op:.0}) / 2 = {raw:.0}, minus wakeup_local_ns {wl:.0}"
-            );
+        if let Some((measured, mut how)) = threads {
             let v = match cs_mm {
                 Some(mm) if measured > mm => {
                     how += &format!(
@@ -642,14 +728,8 @@ impl Calibration {
             cs_threads = Some(v.max(0.0));
             push("context_switch_ns", v, how);
         }
-        if let (Some((rt, op, raw)), Some(mm)) = (processes, cs_mm) {
-            push(
-                "context_switch_mm_ns",
-                mm,
-                format!(
-                    "(rt_pinned_processes {rt:.0} - 2 x pipe_op_4 {op:.0}) / 2 = {raw:.0}, minus wakeup_local_ns {wl:.0}"
-                ),
-            );
+        if let Some((mm, how)) = processes {
+            push("context_switch_mm_ns", mm, how);
         }
         if let (Some(op), Some(rt), Some(cs)) = (op, g("rt_cross_processes"), cs_threads) {
             let hop = rt / 2.0;
@@ -687,8 +767,11 @@ impl Calibration {
         }
         s += "#\n# Measurements (median of the repetitions; [min, max]):\n";
         for m in &self.measurements {
+            let counted = m.switches.map_or(String::new(), |c| {
+                format!("; {:.2} switches, {:.2} of them voluntary, per round trip", c.total(), c.voluntary)
+            });
             s += &format!(
-                "#   {:<20} {:>10.1} ns  [{:.1}, {:.1}]  {} x {}  {}\n",
+                "#   {:<20} {:>10.1} ns  [{:.1}, {:.1}]  {} x {}  {}{counted}\n",
                 m.name, m.ns, m.min_ns, m.max_ns, m.repetitions, m.iterations, m.what
             );
         }
@@ -723,7 +806,16 @@ mod tests {
 
     /// A measurement of `ns` from one repetition.
     fn m(name: &'static str, ns: f64) -> Measurement {
-        Measurement { name, what: String::new(), ns, min_ns: ns, max_ns: ns, iterations: 1, repetitions: 1 }
+        Measurement {
+            name,
+            what: String::new(),
+            ns,
+            min_ns: ns,
+            max_ns: ns,
+            iterations: 1,
+            repetitions: 1,
+            switches: None,
+        }
     }
 
     fn fake() -> Calibration {
@@ -758,6 +850,25 @@ mod tests {
         let toml = fake().to_toml(&keys, "host: test", &["check: ok".into()]);
         assert!(toml.contains("[costs]\nsyscall_ns = 80\n"));
         assert!(toml.contains("# check: ok"));
+    }
+
+    /// A pinned round trip whose wakee preempts its waker: two switches, one of them
+    /// voluntary, so one wakeup to take out instead of two.
+    #[test]
+    fn counted_switches_set_the_wakeups_taken_out_of_a_round_trip() {
+        let base = sim::topology::Costs::x86_server();
+        let mut c = fake();
+        for m in c.measurements.iter_mut().filter(|m| m.name.starts_with("rt_pinned")) {
+            m.switches = Some(Switches { voluntary: 1.0, involuntary: 1.0 });
+        }
+        let keys = c.keys(&base, false);
+        let get = |k: &str| keys.iter().find(|v| v.key == k).unwrap();
+        let wl = base.wakeup_local_ns;
+        assert_eq!(get("context_switch_ns").ns, (4_000 - 1_200 - wl) / 2);
+        assert_eq!(get("context_switch_mm_ns").ns, (5_000 - 1_200 - wl) / 2);
+        assert!(get("context_switch_mm_ns").how.contains("1.00 wakeups"), "{}", get("context_switch_mm_ns").how);
+        let toml = c.to_toml(&keys, "host: test", &[]);
+        assert!(toml.contains("2.00 switches, 1.00 of them voluntary, per round trip"), "{toml}");
     }
 
     #[test]
@@ -826,7 +937,14 @@ mod tests {
         let m = measure("null_syscall", "", 10_000, 2, null_syscall).unwrap();
         assert!(m.ns > 0.0 && m.ns < 100_000.0);
         assert!(pipe_ops(100, 4).unwrap() > 0);
-        assert!(ping_pong(200, 0, 0, false).unwrap() > 0);
+        // Two tasks sharing CPU 0 switch at least twice a round trip, and at least one of them
+        // sleeps in read() each time (the waker too, unless the wakee preempted it).
+        for process in [false, true] {
+            let (ns, counted) = ping_pong(200, 0, 0, process).unwrap();
+            let (v, i) = counted.unwrap();
+            assert!(ns > 0);
+            assert!(v + i >= 2 * 200 - 4 && (200 - 4..=2 * 200 + 10).contains(&v), "process {process}: {v} + {i}");
+        }
         // 50 ms of spinning meets at least a few ticks (HZ >= 100) on any kernel.
         let m = measure_interruptions(50_000_000, 1).unwrap();
         assert!(m.iterations >= 2 && m.ns > INTERRUPT_GAP_NS as f64, "{m:?}");
