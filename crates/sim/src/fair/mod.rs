@@ -96,17 +96,12 @@ impl FairParams {
 }
 
 /// One CPU's fair runqueue (`struct cfs_rq`, root group only: spec §2.2).
+///
+/// In order: the counts come first, where another CPU's wakeup scan reads them (the engine's
+/// `Rq` puts this struct right after its own scanned fields, in one cache line).
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub struct CfsRq {
-    /// Queued entities except `curr`, by deadline.
-    pub timeline: Timeline,
-    pub curr: Option<TaskId>,
-    pub next: Option<TaskId>,
-    /// Σ key·w over the tree (kernel `s64`, wrapping).
-    pub sum_w_vruntime: i64,
-    pub sum_weight: u64,
-    /// `zero_vruntime` (v0), the origin of keys.
-    pub zero_vruntime: u64,
     /// Queued tasks including curr and delayed ones (== `rq.nr_running` with only fair tasks),
     /// of this level and every level below it.
     pub h_nr_queued: u32,
@@ -117,6 +112,15 @@ pub struct CfsRq {
     /// Queued tasks that are not delayed.
     pub h_nr_runnable: u32,
     pub h_nr_idle: u32,
+    /// Queued entities except `curr`, by deadline.
+    pub timeline: Timeline,
+    pub curr: Option<TaskId>,
+    pub next: Option<TaskId>,
+    /// Σ key·w over the tree (kernel `s64`, wrapping).
+    pub sum_w_vruntime: i64,
+    pub sum_weight: u64,
+    /// `zero_vruntime` (v0), the origin of keys.
+    pub zero_vruntime: u64,
     /// Σ load weight of queued entities.
     pub load_weight: u64,
     /// PELT averages of the runqueue (`cfs_rq.avg`).
