@@ -31,7 +31,7 @@
 //! * `context_switch_ns` = (`rt_pinned_threads` − 2·`pipe_op_4` − w·`wakeup_local_ns`) / s, and
 //!   `context_switch_mm_ns` likewise from `rt_pinned_processes`: a pinned round trip is two
 //!   pipe ops, w local wakeups and s switches, the simulator charging the wakeups separately.
-//!   s and w are counted (both tasks' `/proc/<tid>/sched` switches per round trip; w = the
+//!   s and w are counted (both tasks' switches per round trip from `/proc/<tid>/status`; w = the
 //!   voluntary ones, each a sleep in `read()`): s is 2, but where the wakee preempts its waker
 //!   the waker finds the reply in the pipe without sleeping, so w is about 1 (6.18 with preempt
 //!   none) rather than 2 (7.3's lazy preemption); uncounted, both are taken as 2;
@@ -80,7 +80,7 @@ pub struct Measurement {
     pub iterations: u64,
     pub repetitions: usize,
     /// For the ping-pongs: context switches of both tasks per round trip (medians over the
-    /// repetitions), from their `/proc/<tid>/sched` counters.
+    /// repetitions), from their `/proc/<tid>/status` counters.
     pub switches: Option<Switches>,
 }
 
@@ -251,10 +251,22 @@ fn measure_counted(
     })
 }
 
-/// (voluntary, involuntary) context switches of a task so far (`/proc/<tid>/sched`).
-fn switch_counts(dir: &std::path::Path) -> Result<(u64, u64), String> {
-    let t = crate::procfs::read_task(dir)?;
-    Ok((t.nr_voluntary_switches, t.nr_involuntary_switches))
+/// (voluntary, involuntary) context switches of a task so far: `voluntary_ctxt_switches` and
+/// `nonvoluntary_ctxt_switches` of `/proc/<tid>/status`, which every kernel has (`sched` needs
+/// CONFIG_SCHED_DEBUG) and which a zombie still shows. `None` when unreadable: the
+/// measurement is then used uncounted.
+fn switch_counts(dir: &std::path::Path) -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string(dir.join("status")).ok()?;
+    let field =
+        |name: &str| text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':')?.trim().parse::<u64>().ok());
+    Some((field("voluntary_ctxt_switches")?, field("nonvoluntary_ctxt_switches")?))
+}
+
+/// Both tasks' switches over a timed loop: the measuring thread's before and after, and its
+/// partner's count over the same loop.
+fn counted(before: Option<(u64, u64)>, after: Option<(u64, u64)>, partner: Option<(u64, u64)>) -> Option<(u64, u64)> {
+    let ((bv, bi), (av, ai), (pv, pi)) = (before?, after?, partner?);
+    Some((av.checked_sub(bv)? + pv, ai.checked_sub(bi)? + pi))
 }
 
 fn pin_self(cpu: usize) -> Result<(), String> {
@@ -323,43 +335,41 @@ fn ping_pong(n: u64, cpu_a: usize, cpu_b: usize, process: bool) -> Result<(u64, 
             guard.pids.push(pid);
             pin_self(cpu_b)?;
             let me = std::path::Path::new("/proc/thread-self");
-            let before = switch_counts(me)?;
+            let before = switch_counts(me);
             let t0 = mono_ns();
             workers::pipe_worker(p1w.as_fd(), p2r.as_fd(), n, &mut buf_b, false, false)
                 .map_err(|e| format!("ping-pong: {e}"))?;
             let t = mono_ns() - t0;
-            let after = switch_counts(me)?;
+            let after = switch_counts(me);
             use rustix::process::{WaitId, WaitIdOptions};
             let _ = rustix::process::waitid(WaitId::Pid(pid), WaitIdOptions::EXITED | WaitIdOptions::NOWAIT);
             let partner = switch_counts(&crate::procfs::task_dir(pid.as_raw_nonzero().get() as u32, false));
             let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty());
             crate::cleanup::forget_child(pid);
             guard.disarm();
-            let (pv, pi) = partner?;
-            Ok((t, Some((after.0 - before.0 + pv, after.1 - before.1 + pi))))
+            Ok((t, counted(before, after, partner)))
         } else {
             let (a_out, a_in) =
                 (p2w.try_clone().map_err(|e| e.to_string())?, p1r.try_clone().map_err(|e| e.to_string())?);
             let partner = std::thread::spawn(move || {
                 pin_self(cpu_a)?;
                 let me = std::path::Path::new("/proc/thread-self");
-                let before = switch_counts(me)?;
+                let before = switch_counts(me);
                 let mut buf = [0u8; 4];
                 workers::pipe_worker(a_out.as_fd(), a_in.as_fd(), n, &mut buf, true, false)
                     .map_err(|e| e.to_string())?;
-                let after = switch_counts(me)?;
-                Ok::<_, String>((after.0 - before.0, after.1 - before.1))
+                Ok::<_, String>(counted(before, switch_counts(me), Some((0, 0))))
             });
             pin_self(cpu_b)?;
             let me = std::path::Path::new("/proc/thread-self");
-            let before = switch_counts(me)?;
+            let before = switch_counts(me);
             let t0 = mono_ns();
             workers::pipe_worker(p1w.as_fd(), p2r.as_fd(), n, &mut buf_b, false, false)
                 .map_err(|e| format!("ping-pong: {e}"))?;
             let t = mono_ns() - t0;
-            let after = switch_counts(me)?;
-            let (pv, pi) = partner.join().map_err(|_| "ping-pong thread panicked".to_string())??;
-            Ok((t, Some((after.0 - before.0 + pv, after.1 - before.1 + pi))))
+            let after = switch_counts(me);
+            let partner = partner.join().map_err(|_| "ping-pong thread panicked".to_string())??;
+            Ok((t, counted(before, after, partner)))
         }
     })();
     let _ = rustix::thread::sched_setaffinity(None, &old);
