@@ -102,27 +102,34 @@ type TimerKey = (u64, u64);
 
 /// Per-CPU state (`struct rq` outside the fair class, spec §2.3).
 ///
-/// Laid out in order, from a cache line of its own: what a wakeup's scan of other CPUs reads
+/// Laid out in order, from a cache line of its own. The first line holds what every event of
+/// the CPU reads (the reschedule flag, whether a switch-in is under way, when the running step
+/// started, the running task) and what a wakeup's scan of other CPUs reads
 /// (`LiveFacts::occupancy`: the running task, the wake list's length, then the fair class's
-/// counts at the head of [`CfsRq`]) shares the first line, as the kernel keeps `nr_running`
-/// and `curr` near the top of `struct rq`. Scanning 96 CPUs of an LLC then touches 96 lines,
-/// not two or three per CPU.
+/// counts at the head of [`CfsRq`]), as the kernel keeps `nr_running` and `curr` near the top
+/// of `struct rq`. Scanning 96 CPUs of an LLC then touches 96 lines, not two or three per CPU.
 #[derive(Clone, Debug)]
 #[repr(C, align(64))]
 struct Rq {
+    need_resched: Resched,
+    resched_cause: Cause,
+    in_prologue: bool,
+    tick_armed: bool,
+    /// An `IdleExit` is already on its way.
+    idle_exit_pending: bool,
+    /// `idle_exit` is handling the interrupts that were waiting for the CPU to resume.
+    idle_resuming: bool,
+    /// An IPI is in flight to this CPU.
+    ipi_pending: bool,
+    /// When the running step (or prologue) started consuming CPU.
+    step_start: u64,
     /// Running task; `None` is the idle task.
     curr: Option<TaskId>,
     /// Queued remote wakeups (`rq->wake_list`), processed when the IPI arrives.
     wake_list: Vec<(TaskId, u32)>,
     cfs: CfsRq,
-    need_resched: Resched,
-    resched_cause: Cause,
-    /// When the running step (or prologue) started consuming CPU.
-    step_start: u64,
     /// Kernel-mode switch-in work left before the task's own step resumes.
     prologue: u64,
-    in_prologue: bool,
-    tick_armed: bool,
     /// The time of this CPU's queued `Tick` event while `tick_armed`.
     tick_next: u64,
     /// When the armed hrtick expires (`None`: not armed).
@@ -133,18 +140,12 @@ struct Rq {
     idle_ns: u64,
     /// Length of the last idle period (the idle governor's prediction of the next).
     last_idle_ns: u64,
-    /// An `IdleExit` is already on its way.
-    idle_exit_pending: bool,
-    /// `idle_exit` is handling the interrupts that were waiting for the CPU to resume.
-    idle_resuming: bool,
     /// The idle state chosen when the CPU last went idle.
     idle_state: core::IdleState,
     /// The address space the CPU has loaded (x86 `cpu_tlbstate.loaded_mm`): the `mm` of the
     /// last task with one that ran here; kernel threads and idle borrow it (lazy TLB) and leave
     /// it. [`crate::task::NO_MM`] until then (`init_mm`, which no user task has).
     loaded_mm: u32,
-    /// An IPI is in flight to this CPU.
-    ipi_pending: bool,
     timers: BTreeMap<TimerKey, (TaskId, u32)>,
 }
 
@@ -901,8 +902,8 @@ mod program_tests {
         }
     }
 
-    /// The layout `Rq`'s comment promises: what another CPU's wakeup scan reads of a runqueue
-    /// (`LiveFacts::occupancy`) is in its first cache line.
+    /// The layout `Rq`'s comment promises: what every event of the CPU and another CPU's
+    /// wakeup scan (`LiveFacts::occupancy`) read of a runqueue is in its first cache line.
     #[test]
     fn a_scanned_runqueue_is_read_in_one_cache_line() {
         use super::Rq;
@@ -912,6 +913,9 @@ mod program_tests {
         assert_eq!(align_of::<Rq>(), 64);
         let cfs = offset_of!(Rq, cfs);
         for end in [
+            offset_of!(Rq, need_resched) + 1,
+            offset_of!(Rq, in_prologue) + 1,
+            offset_of!(Rq, step_start) + 8,
             offset_of!(Rq, curr) + size_of::<Option<TaskId>>(),
             offset_of!(Rq, wake_list) + size_of::<Vec<(TaskId, u32)>>(),
             cfs + offset_of!(CfsRq, h_nr_queued) + 4,
