@@ -262,11 +262,16 @@ fn switch_counts(dir: &std::path::Path) -> Option<(u64, u64)> {
     Some((field("voluntary_ctxt_switches")?, field("nonvoluntary_ctxt_switches")?))
 }
 
-/// Both tasks' switches over a timed loop: the measuring thread's before and after, and its
-/// partner's count over the same loop.
-fn counted(before: Option<(u64, u64)>, after: Option<(u64, u64)>, partner: Option<(u64, u64)>) -> Option<(u64, u64)> {
-    let ((bv, bi), (av, ai), (pv, pi)) = (before?, after?, partner?);
-    Some((av.checked_sub(bv)? + pv, ai.checked_sub(bi)? + pi))
+/// A task's switches between two readings of [`switch_counts`].
+fn switches_since(before: Option<(u64, u64)>, after: Option<(u64, u64)>) -> Option<(u64, u64)> {
+    let ((bv, bi), (av, ai)) = (before?, after?);
+    Some((av.checked_sub(bv)?, ai.checked_sub(bi)?))
+}
+
+/// Both tasks' switches over a timed loop.
+fn both(a: Option<(u64, u64)>, b: Option<(u64, u64)>) -> Option<(u64, u64)> {
+    let ((av, ai), (bv, bi)) = (a?, b?);
+    Some((av + bv, ai + bi))
 }
 
 fn pin_self(cpu: usize) -> Result<(), String> {
@@ -347,7 +352,7 @@ fn ping_pong(n: u64, cpu_a: usize, cpu_b: usize, process: bool) -> Result<(u64, 
             let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty());
             crate::cleanup::forget_child(pid);
             guard.disarm();
-            Ok((t, counted(before, after, partner)))
+            Ok((t, both(switches_since(before, after), partner)))
         } else {
             let (a_out, a_in) =
                 (p2w.try_clone().map_err(|e| e.to_string())?, p1r.try_clone().map_err(|e| e.to_string())?);
@@ -358,7 +363,7 @@ fn ping_pong(n: u64, cpu_a: usize, cpu_b: usize, process: bool) -> Result<(u64, 
                 let mut buf = [0u8; 4];
                 workers::pipe_worker(a_out.as_fd(), a_in.as_fd(), n, &mut buf, true, false)
                     .map_err(|e| e.to_string())?;
-                Ok::<_, String>(counted(before, switch_counts(me), Some((0, 0))))
+                Ok::<_, String>(switches_since(before, switch_counts(me)))
             });
             pin_self(cpu_b)?;
             let me = std::path::Path::new("/proc/thread-self");
@@ -369,7 +374,7 @@ fn ping_pong(n: u64, cpu_a: usize, cpu_b: usize, process: bool) -> Result<(u64, 
             let t = mono_ns() - t0;
             let after = switch_counts(me);
             let partner = partner.join().map_err(|_| "ping-pong thread panicked".to_string())??;
-            Ok((t, counted(before, after, partner)))
+            Ok((t, both(switches_since(before, after), partner)))
         }
     })();
     let _ = rustix::thread::sched_setaffinity(None, &old);
